@@ -1,0 +1,39 @@
+# Two commands on a fresh machine: `make run` and `make test`. Nothing else needs installing first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+INSTALLED := node_modules/.installed
+
+.PHONY: help install run test lint codegen codegen-check typecheck bench contract clean-data
+
+help: ## This list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(INSTALLED): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+install: $(INSTALLED) ## Install the exact dependencies of package-lock.json (only when they changed)
+
+run: install ## Serve /v1 (embedded PostgreSQL unless DATABASE_URL is set; demo organisation on first start)
+	npm start
+
+test: install ## The whole suite on a real PostgreSQL (embedded unless DATABASE_URL is set)
+	npx vitest run
+
+lint: install codegen-check typecheck ## Lint openapi.yaml, check generated code is fresh, type-check
+	npx redocly lint openapi.yaml --format=stylish
+
+codegen: install ## Regenerate codegen/ from openapi.yaml
+	npm run --silent codegen
+
+codegen-check: install ## Fail when codegen/ is stale against openapi.yaml
+	npm run --silent codegen:check
+
+typecheck: install
+	npx tsc --noEmit
+
+bench: install ## Benchmarks with their targets (see scripts/bench/)
+	npx tsx scripts/bench/run.ts
+
+clean-data: ## Delete the embedded database and demo keys (.data/)
+	rm -rf .data

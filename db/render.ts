@@ -1,0 +1,31 @@
+import { type Expression, type RawBuilder, sql } from 'kysely';
+
+/**
+ * The one place where stored values become wire values, in SQL: dates and date-times in
+ * Europe/Paris, yes/no as Oui/Non. Queries return rows ready for JSON and CSV alike.
+ */
+export const parisZone = 'Europe/Paris';
+
+/** `YYYY-MM-DD` of a timestamptz, in Paris. */
+export function parisDate(timestamp: Expression<unknown> | RawBuilder<unknown>): RawBuilder<string> {
+  return sql<string>`to_char((${timestamp} at time zone 'Europe/Paris')::date, 'YYYY-MM-DD')`;
+}
+
+/** The Paris calendar date of a timestamptz, as a date (for comparisons and indexes). */
+export function parisDay(timestamp: Expression<unknown> | RawBuilder<unknown>): RawBuilder<string> {
+  return sql<string>`(${timestamp} at time zone 'Europe/Paris')::date`;
+}
+
+/** `YYYY-MM-DD HH:MM` of a timestamptz, in Paris. */
+export function parisDateTime(timestamp: Expression<unknown> | RawBuilder<unknown>): RawBuilder<string> {
+  return sql<string>`to_char(${timestamp} at time zone 'Europe/Paris', 'YYYY-MM-DD HH24:MI')`;
+}
+
+export function ouiNon(condition: Expression<unknown> | RawBuilder<unknown>): RawBuilder<'Oui' | 'Non'> {
+  return sql<'Oui' | 'Non'>`case when ${condition} then 'Oui' else 'Non' end`;
+}
+
+/** The first instant of a Paris calendar year, as timestamptz (for range filters on indexes). */
+export function parisYearStart(year: number): RawBuilder<Date> {
+  return sql<Date>`make_timestamptz(${year}, 1, 1, 0, 0, 0, 'Europe/Paris')`;
+}

@@ -1,0 +1,36 @@
+import type { SelectQueryBuilder } from 'kysely';
+import type { DB, Database } from '../../src/database';
+
+/** What one list request asks of a resource, resolved and scoped to the caller's organisation. */
+export interface ResourceFilter {
+  orgId: string;
+  /** Paris calendar year of the natural date (ignored by resources without one). */
+  year: number;
+  /** `YYYY-MM-DD`: keep rows whose natural date is on or after it; null when absent or ignored. */
+  updatedSince: string | null;
+  /** One learner (membership) of the organisation, or null for the whole organisation. */
+  membershipId: string | null;
+  /** One programme of the organisation, or null. */
+  programmeId: string | null;
+}
+
+/**
+ * A list resource: its wire name, its columns in the contract's order, and the query of its rows.
+ * The shared machinery (db/resources/list.ts, handlers/list-resource.ts) does the rest: paging,
+ * the cap, meta, CSV. Adding a resource is one file of this shape.
+ */
+export interface ResourceDefinition<Row extends Record<string, unknown> = Record<string, unknown>> {
+  readonly name: string;
+  readonly columns: readonly (keyof Row & string)[];
+  /** Whether `year` applies (false for `users`). */
+  readonly filtersByYear: boolean;
+  /** Whether `updated_since` applies (false for `learners`). */
+  readonly filtersByUpdatedSince: boolean;
+  /** Whether `programme` applies (false for `learners`, `logins`, `users`). */
+  readonly filtersByProgramme: boolean;
+  /**
+   * The rows of the filter, wire-ready (French keys, rendered dates and Oui/Non), ordered by the
+   * natural date then a unique key, so that offset pagination is deterministic.
+   */
+  select(db: DB, filter: ResourceFilter): SelectQueryBuilder<Database, any, Row>;
+}

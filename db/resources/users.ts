@@ -1,0 +1,52 @@
+import { sql } from 'kysely';
+import type { LicenceStatus, LicenceType, MembershipStatus } from '../tables';
+import { parisDate, parisDay } from '../render';
+import type { ResourceDefinition } from './definition';
+
+export interface UserRow extends Record<string, unknown> {
+  nom: string | null;
+  email: string;
+  statut: MembershipStatus;
+  licence_type: LicenceType | null;
+  licence_statut: LicenceStatus | null;
+  inscrit_le: string;
+}
+
+/** The enrolment date of a membership: joined, else invited. Indexed as is (memberships_org_listing_idx). */
+export const membershipDate = sql<Date>`coalesce(m.joined_at, m.invited_at)`;
+
+export const usersResource: ResourceDefinition<UserRow> = {
+  name: 'users',
+  columns: ['nom', 'email', 'statut', 'licence_type', 'licence_statut', 'inscrit_le'],
+  filtersByYear: false,
+  filtersByUpdatedSince: true,
+  filtersByProgramme: false,
+  select(db, filter) {
+    let query = db.selectFrom('memberships as m')
+      .innerJoin('accounts as a', 'a.id', 'm.account_id')
+      // The learner's live licence if any, else the latest one they held (revoked).
+      .leftJoinLateral(
+        (eb) => eb.selectFrom('licences as l')
+          .select(['l.type', 'l.status'])
+          .whereRef('l.membership_id', '=', 'm.id')
+          .orderBy(sql`l.status in ('attribuée', 'activée')`, 'desc')
+          .orderBy('l.assigned_at', sql`desc nulls last`)
+          .orderBy('l.id')
+          .limit(1)
+          .as('licence'),
+        (join) => join.onTrue(),
+      )
+      .select([
+        'a.name as nom',
+        'a.email as email',
+        'm.status as statut',
+        'licence.type as licence_type',
+        'licence.status as licence_statut',
+        parisDate(membershipDate).as('inscrit_le'),
+      ])
+      .where('m.org_id', '=', filter.orgId);
+    if (filter.membershipId) query = query.where('m.id', '=', filter.membershipId);
+    if (filter.updatedSince) query = query.where(parisDay(membershipDate), '>=', filter.updatedSince);
+    return query.orderBy(parisDay(membershipDate)).orderBy('a.email') as never;
+  },
+};

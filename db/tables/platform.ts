@@ -1,0 +1,84 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/** Timestamps: written as Date or text, read back as Date. */
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+/** A timestamp the database fills in when it is not given. */
+type GeneratedTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+
+export type MembershipStatus = 'actif' | 'invité' | 'suspendu';
+export type LicenceType = 'standard' | 'tutorat';
+export type LicenceStatus = 'disponible' | 'attribuée' | 'activée' | 'révoquée';
+export type ApiScope = 'read' | 'write';
+
+export interface OrganisationsTable {
+  id: Generated<string>;
+  name: string;
+  allowed_email_domains: Generated<string[]>;
+  created_at: GeneratedTimestamp;
+}
+
+export interface AccountsTable {
+  id: Generated<string>;
+  email: string;
+  name: string | null;
+  created_at: GeneratedTimestamp;
+  first_login_at: Timestamp | null;
+}
+
+export interface MembershipsTable {
+  id: Generated<string>;
+  org_id: string;
+  account_id: string;
+  status: MembershipStatus;
+  invited_at: Timestamp | null;
+  joined_at: Timestamp | null;
+  created_at: GeneratedTimestamp;
+}
+
+export interface LicencesTable {
+  id: Generated<string>;
+  org_id: string;
+  type: LicenceType;
+  status: Generated<LicenceStatus>;
+  membership_id: string | null;
+  assigned_at: Timestamp | null;
+  activated_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+  created_at: GeneratedTimestamp;
+}
+
+export interface ApiKeysTable {
+  id: Generated<string>;
+  org_id: string;
+  key_hash: Buffer;
+  key_prefix: string;
+  label: string | null;
+  scopes: Generated<ApiScope[]>;
+  expires_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+  created_at: GeneratedTimestamp;
+}
+
+export interface RateLimitWindowsTable {
+  bucket: string;
+  window_start: Timestamp;
+  hits: number;
+}
+
+export interface EventsTable {
+  id: Generated<string>;
+  org_id: string;
+  type: string;
+  data: ColumnType<unknown, string, string>;
+  created_at: GeneratedTimestamp;
+}
+
+export interface PlatformTables {
+  organisations: OrganisationsTable;
+  accounts: AccountsTable;
+  memberships: MembershipsTable;
+  licences: LicencesTable;
+  api_keys: ApiKeysTable;
+  rate_limit_windows: RateLimitWindowsTable;
+  events: EventsTable;
+}

@@ -1,0 +1,11 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../src/config';
+import type { DB } from '../src/database';
+
+/** What every handler may use: passed in once, so handlers stay testable and free of globals. */
+export interface HandlerContext {
+  readonly db: DB;
+  readonly config: Config;
+}
+
+export type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;

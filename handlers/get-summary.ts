@@ -1,0 +1,24 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { getSummary } from '../db/summary';
+import { csvAttachmentHeaders, csvStream, flattenObject } from '../src/csv';
+import type { Handler, HandlerContext } from './context';
+import { buildMeta, type ListQuery, requestedYear, resolveLearner } from './request-scope';
+
+/** GET /summary: the organisation's (or one learner's) counts; `year`, `updated_since`, `programme` do not apply. */
+export function createGetSummary(context: HandlerContext): Handler {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const query = request.query as ListQuery;
+    const learner = await resolveLearner(context, request, query);
+    const summary = await getSummary(context.db, request.caller.orgId, learner?.membershipId ?? null);
+    if (query.format === 'csv') {
+      const row = flattenObject(summary as never);
+      async function* oneRow() { yield row; }
+      return reply.headers(csvAttachmentHeaders('summary.csv')).send(csvStream(Object.keys(row), oneRow()));
+    }
+    return {
+      resource: 'summary',
+      meta: buildMeta(request, { year: requestedYear(query), truncated: false, updatedSince: null, learner, programme: null }),
+      data: summary,
+    };
+  };
+}

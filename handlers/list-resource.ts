@@ -1,0 +1,50 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { findProgrammeId } from '../db/programmes';
+import type { ResourceDefinition } from '../db/resources/definition';
+import { countRows, pageRows, streamRows } from '../db/resources/list';
+import { csvAttachmentHeaders, csvStream } from '../src/csv';
+import { ApiError } from '../src/errors';
+import type { Handler, HandlerContext } from './context';
+import { buildMeta, type ListQuery, requestedYear, resolveLearner } from './request-scope';
+
+const defaultLimit = 100;
+
+/**
+ * The one handler of every list resource: resolves the learner and programme filters, then answers
+ * the JSON envelope (a page, with the cap behind `meta.truncated`) or streams the CSV export.
+ */
+export function createListHandler<Row extends Record<string, unknown>>(definition: ResourceDefinition<Row>, context: HandlerContext): Handler {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const query = request.query as ListQuery;
+    const { db, config } = context;
+    const year = requestedYear(query);
+    const learner = await resolveLearner(context, request, query);
+    const programmeSlug = definition.filtersByProgramme ? query.programme ?? null : null;
+    let programmeId: string | null = null;
+    if (programmeSlug !== null) {
+      programmeId = await findProgrammeId(db, request.caller.orgId, programmeSlug);
+      if (programmeId === null) {
+        throw new ApiError('unknown_programme', `Paramètre « programme » invalide : aucun programme « ${programmeSlug} » dans votre organisation.`);
+      }
+    }
+    const updatedSince = definition.filtersByUpdatedSince ? query.updated_since ?? null : null;
+    const rows = definition.select(db, { orgId: request.caller.orgId, year, updatedSince, membershipId: learner?.membershipId ?? null, programmeId });
+    // One learner's rows are never capped: the cap bounds organisation-wide aggregation only.
+    const cap = learner ? null : config.aggregationCap;
+
+    if (query.format === 'csv') {
+      const fileName = `${definition.name}-${definition.filtersByYear ? year : 'tous'}.csv`;
+      return reply.headers(csvAttachmentHeaders(fileName)).send(csvStream(definition.columns, streamRows(rows, cap)));
+    }
+
+    const limit = query.limit ?? defaultLimit;
+    const offset = query.offset ?? 0;
+    const [counted, data] = await Promise.all([countRows(db, rows, cap), pageRows(rows, limit, offset, cap)]);
+    return {
+      resource: definition.name,
+      meta: buildMeta(request, { year, truncated: counted.truncated, updatedSince, learner, programme: programmeSlug }),
+      pagination: { limit, offset, count: data.length, total: counted.total, has_more: offset + data.length < counted.total },
+      data,
+    };
+  };
+}

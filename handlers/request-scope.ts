@@ -1,0 +1,58 @@
+import type { FastifyRequest } from 'fastify';
+import { findLearner, type LearnerIdentity } from '../db/learners';
+import { ApiError } from '../src/errors';
+import { currentParisYear, formatParisDateTime } from '../src/paris-time';
+import type { HandlerContext } from './context';
+
+/** The query parameters shared by the list resources and the summary, as validated by the document. */
+export interface ListQuery {
+  format?: 'json' | 'csv';
+  year?: number;
+  limit?: number;
+  offset?: number;
+  updated_since?: string;
+  email?: string;
+  user_id?: string;
+  programme?: string;
+}
+
+/** The learner named by `email` / `user_id`, or null for the organisation; 404 when unknown here. */
+export async function resolveLearner(context: HandlerContext, request: FastifyRequest, query: ListQuery): Promise<LearnerIdentity | null> {
+  if (!query.email && !query.user_id) return null;
+  const learner = await findLearner(context.db, request.caller.orgId, { email: query.email, userId: query.user_id });
+  if (!learner) {
+    throw new ApiError('unknown_learner', query.email
+      ? `Aucun apprenant de votre organisation n’a l’adresse « ${query.email} ».`
+      : `Aucun apprenant de votre organisation n’a l’identifiant « ${query.user_id} ».`);
+  }
+  return learner;
+}
+
+export interface Meta {
+  org_name: string;
+  year: number;
+  generated_at: string;
+  truncated: boolean;
+  updated_since: string | null;
+  learner?: { user_id: string; email: string | null };
+  programme: string | null;
+}
+
+export function buildMeta(
+  request: FastifyRequest,
+  parts: { year: number; truncated: boolean; updatedSince: string | null; learner: LearnerIdentity | null; programme: string | null },
+): Meta {
+  return {
+    org_name: request.caller.orgName,
+    year: parts.year,
+    generated_at: formatParisDateTime(new Date()),
+    truncated: parts.truncated,
+    updated_since: parts.updatedSince,
+    ...(parts.learner ? { learner: { user_id: parts.learner.userId, email: parts.learner.email } } : {}),
+    programme: parts.programme,
+  };
+}
+
+export function requestedYear(query: ListQuery): number {
+  return query.year ?? currentParisYear();
+}

@@ -1,0 +1,78 @@
+import { envSchema } from 'env-schema';
+
+/** Every setting of the server and the operator commands, validated once at start. */
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  /** null: the project starts its own embedded PostgreSQL under `dataDir`. */
+  readonly databaseUrl: string | null;
+  readonly dataDir: string;
+  readonly embeddedPostgresPort: number;
+  readonly demo: boolean;
+  readonly aggregationCap: number;
+  readonly rateLimitPerMinute: number;
+  readonly logLevel: string;
+  readonly webhookRetryDelaysSeconds: readonly number[];
+  readonly webhookTimeoutMs: number;
+  readonly webhookDisableAfter: number;
+  readonly webhookAllowInsecure: boolean;
+}
+
+interface RawEnvironment {
+  PORT: number;
+  HOST: string;
+  DATABASE_URL?: string;
+  DATA_DIR: string;
+  EMBEDDED_PG_PORT: number;
+  DEMO: string;
+  AGGREGATION_CAP: number;
+  RATE_LIMIT_PER_MINUTE: number;
+  LOG_LEVEL: string;
+  WEBHOOK_RETRY_DELAYS: string;
+  WEBHOOK_TIMEOUT_MS: number;
+  WEBHOOK_DISABLE_AFTER: number;
+  WEBHOOK_ALLOW_INSECURE: string;
+}
+
+const environmentSchema = {
+  type: 'object',
+  properties: {
+    PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
+    HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
+    DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
+    DATA_DIR: { type: 'string', minLength: 1, default: '.data' },
+    EMBEDDED_PG_PORT: { type: 'integer', minimum: 1, maximum: 65535, default: 54329 },
+    DEMO: { type: 'string', enum: ['0', '1'], default: '1' },
+    AGGREGATION_CAP: { type: 'integer', minimum: 1, default: 100000 },
+    RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 1, default: 120 },
+    LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+    WEBHOOK_RETRY_DELAYS: { type: 'string', pattern: '^\\d+(\\.\\d+)?(,\\d+(\\.\\d+)?)*$', default: '60,600,3600,21600,86400' },
+    WEBHOOK_TIMEOUT_MS: { type: 'integer', minimum: 1, default: 10000 },
+    WEBHOOK_DISABLE_AFTER: { type: 'integer', minimum: 1, default: 50 },
+    WEBHOOK_ALLOW_INSECURE: { type: 'string', enum: ['0', '1'], default: '0' },
+  },
+} as const;
+
+export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
+  let raw: RawEnvironment;
+  try {
+    raw = envSchema<RawEnvironment>({ schema: environmentSchema, data: { ...environment } });
+  } catch (error) {
+    throw new Error(`Configuration invalide : ${(error as Error).message}`);
+  }
+  return Object.freeze({
+    port: raw.PORT,
+    host: raw.HOST,
+    databaseUrl: raw.DATABASE_URL ?? null,
+    dataDir: raw.DATA_DIR,
+    embeddedPostgresPort: raw.EMBEDDED_PG_PORT,
+    demo: raw.DEMO === '1',
+    aggregationCap: raw.AGGREGATION_CAP,
+    rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE,
+    logLevel: raw.LOG_LEVEL,
+    webhookRetryDelaysSeconds: Object.freeze(raw.WEBHOOK_RETRY_DELAYS.split(',').map(Number)),
+    webhookTimeoutMs: raw.WEBHOOK_TIMEOUT_MS,
+    webhookDisableAfter: raw.WEBHOOK_DISABLE_AFTER,
+    webhookAllowInsecure: raw.WEBHOOK_ALLOW_INSECURE === '1',
+  });
+}

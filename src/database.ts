@@ -1,0 +1,82 @@
+import path from 'node:path';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import Cursor from 'pg-cursor';
+import type { Database } from '../db/tables';
+import { migrateToLatest } from '../db/migrate';
+import type { Config } from './config';
+import { serverUrlFor, startEmbeddedPostgres } from './embedded-postgres';
+
+export type { Database } from '../db/tables';
+export type DB = Kysely<Database>;
+
+// Counts (int8) and sums (numeric) as numbers, dates as the 'YYYY-MM-DD' text PostgreSQL sends:
+// the default parsers return strings and shift dates into the process's time zone.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
+pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
+
+export const applicationDatabaseName = 'partner_api';
+
+export function createDb(connectionString: string, poolSize = 10): DB {
+  return new Kysely<Database>({
+    dialect: new PostgresDialect({
+      pool: new pg.Pool({ connectionString, max: poolSize, application_name: 'partner-api' }),
+      cursor: Cursor,
+    }),
+  });
+}
+
+export interface OpenedDatabase {
+  readonly db: DB;
+  readonly connectionString: string;
+  close(): Promise<void>;
+}
+
+async function ensureDatabaseExists(serverUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    const found = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (found.rowCount === 0) await client.query(`create database "${name}"`).catch((error) => {
+      // Another process created it in between.
+      if ((error as { code?: string }).code !== '42P04') throw error;
+    });
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * The database named by DATABASE_URL, or the project's own embedded PostgreSQL (data under
+ * DATA_DIR), migrated to the latest schema.
+ */
+export async function openDatabase(config: Config, options: { poolSize?: number } = {}): Promise<OpenedDatabase> {
+  let connectionString = config.databaseUrl;
+  let stopEmbedded = async () => undefined as void;
+  if (connectionString === null) {
+    const embedded = await startEmbeddedPostgres({
+      databaseDir: path.join(config.dataDir, 'postgres'),
+      port: config.embeddedPostgresPort,
+    });
+    stopEmbedded = embedded.stop;
+    await ensureDatabaseExists(embedded.serverUrl, applicationDatabaseName);
+    connectionString = serverUrlFor(config.embeddedPostgresPort, applicationDatabaseName);
+  }
+  const db = createDb(connectionString, options.poolSize);
+  try {
+    await migrateToLatest(db);
+  } catch (error) {
+    await db.destroy();
+    await stopEmbedded();
+    throw error;
+  }
+  return {
+    db,
+    connectionString,
+    async close() {
+      await db.destroy();
+      await stopEmbedded();
+    },
+  };
+}

@@ -1,0 +1,48 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { createApiKey } from '../db/api-keys';
+import { addLicences, countOrganisations, createOrganisation } from '../db/organisations';
+import { displayPrefix, generateApiKey, hashApiKey } from './api-keys';
+import type { Config } from './config';
+import type { DB } from './database';
+
+export interface DemoKeys {
+  orgId: string;
+  orgName: string;
+  readKey: string;
+  writeKey: string;
+}
+
+function demoKeysFile(config: Config): string {
+  return path.resolve(config.dataDir, 'demo-keys.json');
+}
+
+/**
+ * On the first start of an empty database: a demo organisation with licences and a read and a
+ * write key. The keys are kept in DATA_DIR/demo-keys.json (a local development file) so that each
+ * start can print them again; in the database they exist only as hashes, as every key.
+ */
+export async function seedDemoOnFirstStart(db: DB, config: Config): Promise<DemoKeys | null> {
+  if (!config.demo) return null;
+  if ((await countOrganisations(db)) === 0) {
+    const keys = await db.transaction().execute(async (trx) => {
+      const organisation = await createOrganisation(trx, { name: 'Organisme de démonstration', allowedEmailDomains: [] });
+      await addLicences(trx, organisation.id, 'standard', 200);
+      await addLicences(trx, organisation.id, 'tutorat', 50);
+      const readKey = generateApiKey();
+      const writeKey = generateApiKey();
+      for (const [key, scopes, label] of [[readKey, ['read'], 'démo lecture'], [writeKey, ['read', 'write'], 'démo écriture']] as const) {
+        await createApiKey(trx, { orgId: organisation.id, keyHash: hashApiKey(key), keyPrefix: displayPrefix(key), label, scopes: [...scopes], expiresAt: null });
+      }
+      return { orgId: organisation.id, orgName: organisation.name, readKey, writeKey };
+    });
+    await mkdir(path.dirname(demoKeysFile(config)), { recursive: true });
+    await writeFile(demoKeysFile(config), JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
+    return keys;
+  }
+  try {
+    return JSON.parse(await readFile(demoKeysFile(config), 'utf8')) as DemoKeys;
+  } catch {
+    return null;
+  }
+}

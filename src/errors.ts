@@ -1,0 +1,49 @@
+/**
+ * The closed set of errors the API answers with, and the one place that maps them to an HTTP
+ * status and a French sentence. Handlers throw `ApiError`; `src/error-handler.ts` renders it.
+ */
+const errorCatalogue = {
+  invalid_parameter: { status: 400, message: 'Paramètre invalide.' },
+  invalid_body: { status: 400, message: 'Corps de la requête invalide.' },
+  unknown_programme: { status: 400, message: 'Programme inconnu dans votre organisation.' },
+  learner_identifier_missing: { status: 400, message: 'Indiquez le paramètre « email » ou « user_id » de l’apprenant.' },
+  email_domain_not_allowed: { status: 400, message: 'Le domaine de cette adresse électronique n’est pas autorisé pour votre organisation.' },
+  key_missing: { status: 401, message: 'Clé API manquante : envoyez l’en-tête « Authorization: Bearer sk_live_… ».' },
+  key_invalid: { status: 401, message: 'Clé API invalide.' },
+  key_revoked: { status: 401, message: 'Clé API révoquée.' },
+  key_expired: { status: 401, message: 'Clé API expirée.' },
+  scope_write_required: { status: 403, message: 'Cette clé API est en lecture seule : l’inscription demande une clé avec le droit d’écriture (scope « write »).' },
+  unknown_resource: { status: 404, message: 'Ressource inconnue.' },
+  unknown_learner: { status: 404, message: 'Apprenant inconnu dans votre organisation.' },
+  route_not_found: { status: 404, message: 'Adresse inconnue.' },
+  method_not_allowed: { status: 405, message: 'Méthode non autorisée sur cette adresse.' },
+  already_member: { status: 409, message: 'Cet apprenant est déjà membre de votre organisation.' },
+  no_licence_available: { status: 409, message: 'Aucune licence disponible dans votre organisation.' },
+  insufficient_licences: { status: 409, message: 'Licences disponibles insuffisantes pour ce lot : personne n’a été inscrit.' },
+  rate_limited: { status: 429, message: 'Trop de requêtes : limite de débit atteinte.' },
+  not_implemented: { status: 501, message: 'Cette opération n’est pas encore disponible.' },
+  internal: { status: 500, message: 'Erreur interne du serveur. Réessayez plus tard ; si le problème persiste, contactez le support en citant l’en-tête X-Request-Id de la réponse.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+export class ApiError extends Error {
+  readonly statusCode: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message?: string,
+    /** Extra body fields the contract names: `available` (404), `retry_after` (429). */
+    readonly extraBody: Record<string, unknown> = {},
+    /** Response headers that belong to this error: `Allow` (405), `Retry-After` (429). */
+    readonly headers: Record<string, string | number> = {},
+  ) {
+    super(message ?? errorCatalogue[code].message);
+    this.name = 'ApiError';
+    this.statusCode = errorCatalogue[code].status;
+  }
+}
+
+export function errorBody(error: ApiError): Record<string, unknown> {
+  return { error: error.message, ...error.extraBody };
+}

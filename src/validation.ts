@@ -1,0 +1,101 @@
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+
+/**
+ * Validators for OpenAPI 3.1 (JSON Schema 2020-12). Query strings and paths are text, so their
+ * values are coerced to the declared types; bodies are JSON, so they are taken as sent: `12`
+ * never becomes `"12"`, and an unknown field is an error, not silently dropped.
+ */
+function createAjv(coerceTypes: boolean): Ajv2020 {
+  // strict: false lets `example`, `examples` and `x-*` keywords of the document through.
+  const ajv = new Ajv2020({ strict: false, coerceTypes, useDefaults: true, removeAdditional: false, allErrors: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+const textAjv = createAjv(true);
+const jsonAjv = createAjv(false);
+
+type SchemaObject = { oneOf?: SchemaObject[]; required?: string[]; [keyword: string]: unknown };
+
+/**
+ * A `oneOf` of object shapes (POST /users: one learner, or a batch) is validated against the
+ * branch whose required fields the body carries, so the error speaks of the shape the client meant.
+ */
+function compileBody(schema: SchemaObject): ValidateFunction {
+  const branches = schema.oneOf;
+  if (!branches?.every((branch) => Array.isArray(branch.required))) return jsonAjv.compile(schema);
+  const compiled = branches.map((branch) => ({ required: branch.required!, validate: jsonAjv.compile(branch) }));
+  const whole = jsonAjv.compile(schema);
+  const dispatch = ((data: unknown) => {
+    const body = data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>) : null;
+    const meant = body && compiled.find((branch) => branch.required.every((field) => field in body));
+    const validate = meant ? meant.validate : whole;
+    const valid = validate(data);
+    dispatch.errors = validate.errors;
+    return valid;
+  }) as ValidateFunction;
+  return dispatch;
+}
+
+export const validatorCompiler: FastifySchemaCompiler<SchemaObject> = ({ schema, httpPart }) =>
+  httpPart === 'body' ? compileBody(schema) : textAjv.compile(schema);
+
+const typeNames: Record<string, string> = {
+  integer: 'un nombre entier', number: 'un nombre', string: 'une chaîne de caractères', boolean: 'un booléen (true ou false)',
+  array: 'un tableau', object: 'un objet JSON', null: 'null',
+};
+const formatNames: Record<string, string> = {
+  email: 'une adresse électronique valide', uuid: 'un identifiant UUID', date: 'une date au format AAAA-MM-JJ',
+  'date-time': 'une date et heure ISO 8601',
+};
+
+function describe(error: ErrorObject): string {
+  const p = error.params as Record<string, any>;
+  switch (error.keyword) {
+    case 'type': return `doit être ${String(p.type).split(',').map((t) => typeNames[t] ?? t).join(' ou ')}`;
+    case 'minimum': return `doit être supérieur ou égal à ${p.limit}`;
+    case 'maximum': return `doit être inférieur ou égal à ${p.limit}`;
+    case 'exclusiveMinimum': return `doit être strictement supérieur à ${p.limit}`;
+    case 'exclusiveMaximum': return `doit être strictement inférieur à ${p.limit}`;
+    case 'enum': return `doit valoir l’une des valeurs suivantes : ${(p.allowedValues as unknown[]).join(', ')}`;
+    case 'const': return `doit valoir ${JSON.stringify(p.allowedValue)}`;
+    case 'format': return `doit être ${formatNames[p.format] ?? `au format ${p.format}`}`;
+    case 'pattern': return 'n’a pas le format attendu';
+    case 'minLength': return `doit contenir au moins ${p.limit} caractère(s)`;
+    case 'maxLength': return `doit contenir au plus ${p.limit} caractères`;
+    case 'minItems': return `doit contenir au moins ${p.limit} élément(s)`;
+    case 'maxItems': return `doit contenir au plus ${p.limit} éléments`;
+    case 'uniqueItems': return 'ne doit pas contenir de doublons';
+    case 'oneOf': case 'anyOf': return 'ne correspond à aucune des formes attendues';
+    default: return 'est invalide';
+  }
+}
+
+/** `/users/3/email` -> `users[3].email` */
+function fieldPath(instancePath: string): string {
+  return instancePath.split('/').slice(1).reduce(
+    (path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part), '');
+}
+
+/** One French sentence for Fastify's validation error, naming the parameter or field at fault. */
+export function frenchValidationMessage(errors: ErrorObject[], part: string | undefined): string {
+  const error = errors[0];
+  if (!error) return 'Requête invalide.';
+  const p = error.params as Record<string, any>;
+  const base = fieldPath(error.instancePath);
+  const join = (name: string) => (base ? `${base}.${name}` : name);
+  if (part === 'body') {
+    if (error.keyword === 'required') return `Corps de la requête invalide : le champ « ${join(p.missingProperty)} » est obligatoire.`;
+    if (error.keyword === 'additionalProperties') return `Corps de la requête invalide : le champ « ${join(p.additionalProperty)} » n’est pas reconnu.`;
+    return base
+      ? `Corps de la requête invalide : « ${base} » ${describe(error)}.`
+      : `Corps de la requête invalide : il ${describe(error)}.`;
+  }
+  const noun = part === 'params' ? 'Segment d’adresse' : 'Paramètre';
+  if (error.keyword === 'required') return `${noun} « ${p.missingProperty} » obligatoire.`;
+  if (error.keyword === 'additionalProperties') return `${noun} « ${p.additionalProperty} » non reconnu.`;
+  return `${noun} « ${base} » invalide : il ${describe(error)}.`;
+}

@@ -1,0 +1,24 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { createHandlers } from '../handlers';
+import { loadOpenapiDocument } from '../src/openapi-document';
+import { testConfig } from './support/app';
+import { projectRoot } from './support/server-process';
+
+const run = promisify(execFile);
+
+describe('generated code and handlers follow openapi.yaml', () => {
+  it('codegen/openapi.ts is what openapi-typescript makes of openapi.yaml today', async () => {
+    await expect(run('npx', ['openapi-typescript', 'openapi.yaml', '-o', 'codegen/openapi.ts', '--check'], { cwd: projectRoot }))
+      .resolves.toBeDefined();
+  }, 60_000);
+
+  it('has exactly one handler per operationId of the document', () => {
+    const document = loadOpenapiDocument();
+    const operationIds = Object.values<Record<string, { operationId?: string }>>(document.paths)
+      .flatMap((item) => Object.values(item).map((operation) => operation.operationId).filter(Boolean));
+    const handlers = createHandlers({ db: null as never, config: testConfig() });
+    expect(Object.keys(handlers).sort()).toEqual([...operationIds].sort());
+  });
+});

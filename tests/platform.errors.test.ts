@@ -1,0 +1,84 @@
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, buildTestApp } from './support/app';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { createOrgWithKeys } from './support/factories';
+
+let database: TestDatabase;
+let app: FastifyInstance;
+let key: string;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  app = await buildTestApp(database.db);
+  key = (await createOrgWithKeys(database.db)).readKey;
+});
+afterAll(async () => {
+  await app.close();
+  await database.drop();
+});
+
+const get = (url: string) => app.inject({ method: 'GET', url, headers: bearer(key) });
+
+describe('error bodies', () => {
+  it('answers an unknown resource with 404 and the list of resources', async () => {
+    const response = await get('/v1/cours');
+    expect(response.statusCode).toBe(404);
+    expect(response.json()).toEqual({
+      error: expect.stringContaining('cours'),
+      available: ['learners', 'users', 'summary', 'attendance', 'evaluations', 'quiz-answers', 'documents',
+        'satisfaction', 'enrollments', 'progress', 'logins', 'tutoring-ratings', 'lesson-ratings'],
+    });
+  });
+
+  it.each([
+    ['DELETE', '/v1/users', 'GET, POST, HEAD'],
+    ['PUT', '/v1/learners', 'GET, HEAD'],
+    ['POST', '/v1/summary', 'GET, HEAD'],
+    ['PATCH', '/v1/activity-report', 'GET, HEAD'],
+    ['POST', '/v1/whatever', 'GET, HEAD'],
+  ])('answers %s %s with 405 and Allow', async (method, url, allow) => {
+    const response = await app.inject({ method: method as 'POST', url, headers: bearer(key) });
+    expect(response.statusCode).toBe(405);
+    expect(response.headers.allow).toBe(allow);
+    expect(response.json()).toEqual({ error: expect.stringMatching(/^Méthode non autorisée/) });
+  });
+
+  it.each([
+    ['limit=0', 'limit', /supérieur ou égal à 1/],
+    ['limit=5000', 'limit', /inférieur ou égal à 1000/],
+    ['offset=-1', 'offset', /supérieur ou égal à 0/],
+    ['year=abc', 'year', /nombre entier/],
+    ['email=pas-une-adresse', 'email', /adresse électronique/],
+    ['user_id=123', 'user_id', /UUID/],
+    ['format=xml', 'format', /json, csv/],
+    ['updated_since=2026-13-45', 'updated_since', /AAAA-MM-JJ/],
+  ])('answers %s with a 400 that names the parameter', async (query, name, detail) => {
+    const response = await get(`/v1/users?${query}`);
+    expect(response.statusCode).toBe(400);
+    const { error } = response.json();
+    expect(error).toContain(`« ${name} »`);
+    expect(error).toMatch(detail);
+    expect(Object.keys(response.json())).toEqual(['error']);
+  });
+
+  it('answers an unknown address with a French 404', async () => {
+    const response = await get('/v1/users/extra/segments');
+    expect(response.statusCode).toBe(404);
+    expect(response.json().error).toMatch(/Adresse inconnue/);
+  });
+
+  it('hides the detail of an internal error and gives a request id to quote', async () => {
+    await sql`alter table memberships rename to memberships_hidden`.execute(database.db);
+    try {
+      const response = await get('/v1/users');
+      expect(response.statusCode).toBe(500);
+      expect(response.json()).toEqual({ error: expect.stringMatching(/^Erreur interne du serveur/) });
+      expect(response.body).not.toMatch(/memberships|relation|select|stack/i);
+      expect(response.headers['x-request-id']).toBeTruthy();
+    } finally {
+      await sql`alter table memberships_hidden rename to memberships`.execute(database.db);
+    }
+  });
+});
