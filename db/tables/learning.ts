@@ -1,7 +1,14 @@
 import type { ColumnType, Generated } from 'kysely';
 
+/** Timestamps: written as Date or text, read back as Date. */
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
 /** A timestamp the database fills in when it is not given. */
 type GeneratedTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+/** bigint identity keys: numbers once read (pg int8 parser), never written. */
+type IdentityKey = ColumnType<number, never, never>;
+
+export type ActivityKind = 'cours' | 'labia' | 'tutorat';
+export type DocumentType = 'PIF' | 'Attestation';
 
 export interface ProgrammesTable {
   id: Generated<string>;
@@ -11,16 +18,216 @@ export interface ProgrammesTable {
   created_at: GeneratedTimestamp;
 }
 
+/**
+ * A learner in a programme. `lessons_viewed`, `first_visit_at` and `last_visit_at` are maintained
+ * by a trigger on lesson_progress: never write them.
+ */
 export interface ProgrammeEnrolmentsTable {
   id: Generated<string>;
   org_id: string;
   membership_id: string;
   programme_id: string;
   enrolled_at: GeneratedTimestamp;
+  lessons_viewed: ColumnType<number, never, never>;
+  first_visit_at: ColumnType<Date | null, never, never>;
+  last_visit_at: ColumnType<Date | null, never, never>;
+}
+
+export interface CoursesTable {
+  id: Generated<string>;
+  org_id: string;
+  programme_id: string;
+  position: number;
+  title: string;
+}
+
+export interface ModulesTable {
+  id: Generated<string>;
+  org_id: string;
+  programme_id: string;
+  course_id: string;
+  /** Order of the module within the programme. */
+  position: number;
+  title: string;
+}
+
+export interface LessonsTable {
+  id: Generated<string>;
+  org_id: string;
+  programme_id: string;
+  module_id: string;
+  /** Order of the lesson within its module. */
+  position: number;
+  /** Stable key of the lesson (webhook events). */
+  key: string;
+  title: string;
+  estimated_minutes: Generated<number>;
+  has_quiz: Generated<boolean>;
+  /** A milestone / module-end lesson, which learners may rate. */
+  is_milestone: Generated<boolean>;
+  pass_score: Generated<number>;
+}
+
+export interface QuizQuestionsTable {
+  id: Generated<string>;
+  org_id: string;
+  lesson_id: string;
+  position: number;
+  wording: string;
+  options: string[];
+  correct_option: string;
+}
+
+/** One row per lesson a learner opened; (membership, programme) must be an enrolment. */
+export interface LessonProgressTable {
+  id: IdentityKey;
+  org_id: string;
+  membership_id: string;
+  programme_id: string;
+  lesson_id: string;
+  viewed: Generated<boolean>;
+  visits: Generated<number>;
+  active_seconds: Generated<number>;
+  first_visit_at: Timestamp;
+  last_visit_at: Timestamp;
+}
+
+export interface TutoringSessionsTable {
+  id: Generated<string>;
+  org_id: string;
+  programme_id: string | null;
+  title: string;
+  starts_at: Timestamp;
+  planned_minutes: number;
+  trainer_name: string;
+}
+
+export interface TutoringAttendanceTable {
+  id: Generated<string>;
+  org_id: string;
+  session_id: string;
+  membership_id: string;
+  present: boolean;
+  /** 0 when absent; a present learner also gets a `tutorat` activity interval this long. */
+  connected_minutes: Generated<number>;
+  signed_by_learner: Generated<boolean>;
+  signed_by_trainer: Generated<boolean>;
+}
+
+/** A span of activity (at most one day long); `attendance_id` for the tutoring kind. */
+export interface ActivityIntervalsTable {
+  id: IdentityKey;
+  org_id: string;
+  membership_id: string;
+  kind: ActivityKind;
+  started_at: Timestamp;
+  ended_at: Timestamp;
+  programme_id: string | null;
+  lesson_id: string | null;
+  attendance_id: string | null;
+}
+
+export interface LoginsTable {
+  id: IdentityKey;
+  org_id: string;
+  membership_id: string;
+  started_at: Timestamp;
+  /** Null while the session is open. */
+  ended_at: Timestamp | null;
+  /** inet: IPv4 or IPv6 text. */
+  ip: string;
+  user_agent: string | null;
+}
+
+export interface QuizAttemptsTable {
+  id: Generated<string>;
+  org_id: string;
+  membership_id: string;
+  programme_id: string;
+  lesson_id: string;
+  /** 1 for the learner's first attempt at this lesson's quiz. */
+  attempt_no: number;
+  score: number;
+  passed: boolean;
+  completed_at: Timestamp;
+}
+
+export interface QuizAnswersTable {
+  id: IdentityKey;
+  org_id: string;
+  attempt_id: string;
+  question_id: string;
+  /** The question's position in the quiz (copied from quiz_questions.position). */
+  position: number;
+  chosen_option: string;
+  is_correct: boolean;
+  answered_at: Timestamp;
+}
+
+export interface DocumentsTable {
+  id: Generated<string>;
+  org_id: string;
+  membership_id: string;
+  programme_id: string;
+  type: DocumentType;
+  issued_at: Timestamp;
+  /** numeric(6,1): estimated (PIF) or measured (certificate) hours. */
+  hours: number;
+  /** Certificates only; null for a PIF. */
+  completion_score: number | null;
+}
+
+export interface SatisfactionSurveysTable {
+  id: Generated<string>;
+  org_id: string;
+  membership_id: string;
+  programme_id: string;
+  rating: number;
+  nps: number;
+  verbatim: string | null;
+  answered_at: Timestamp;
+}
+
+export interface TutoringRatingsTable {
+  id: Generated<string>;
+  org_id: string;
+  membership_id: string;
+  session_id: string;
+  /** Null for legacy imports. */
+  session_rating: number | null;
+  trainer_rating: number;
+  comment: string | null;
+  submitted_at: Timestamp;
+}
+
+export interface LessonRatingsTable {
+  id: Generated<string>;
+  org_id: string;
+  membership_id: string;
+  programme_id: string;
+  lesson_id: string;
+  rating: number;
+  comment: string | null;
+  submitted_at: Timestamp;
 }
 
 /** Tables of the learning data: programmes and what learners do in them. */
 export interface LearningTables {
   programmes: ProgrammesTable;
   programme_enrolments: ProgrammeEnrolmentsTable;
+  courses: CoursesTable;
+  modules: ModulesTable;
+  lessons: LessonsTable;
+  quiz_questions: QuizQuestionsTable;
+  lesson_progress: LessonProgressTable;
+  tutoring_sessions: TutoringSessionsTable;
+  tutoring_attendance: TutoringAttendanceTable;
+  activity_intervals: ActivityIntervalsTable;
+  logins: LoginsTable;
+  quiz_attempts: QuizAttemptsTable;
+  quiz_answers: QuizAnswersTable;
+  documents: DocumentsTable;
+  satisfaction_surveys: SatisfactionSurveysTable;
+  tutoring_ratings: TutoringRatingsTable;
+  lesson_ratings: LessonRatingsTable;
 }
