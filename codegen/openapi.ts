@@ -92,20 +92,28 @@ export interface paths {
          *     reçoit 403.
          *
          *     **Règles**
-         *     - **Email** : format email obligatoire, sans espaces ; il est comparé sans tenir compte de la casse
-         *       (et enregistré en minuscules), après retrait des espaces de début et de fin.
+         *     - **Email** : les espaces de début et de fin sont retirés, puis l'email est mis en minuscules ;
+         *       c'est sous cette forme qu'il est comparé et enregistré (`Claire.Martin@Exemple.fr ` et
+         *       `claire.martin@exemple.fr` désignent le même apprenant). Le serveur vérifie ensuite que c'est
+         *       une adresse valide (même règle que le paramètre `email` des lectures, 254 caractères au plus) :
+         *       sinon 400 en unitaire, entrée en échec dans un lot.
          *     - **Domaines autorisés** : l'organisation peut restreindre les domaines d'email acceptés (réglage
-         *       de l'organisation ; une liste vide les autorise tous). Un email hors domaine donne 400.
+         *       de l'organisation ; une liste vide les autorise tous). La partie après `@` doit être exactement
+         *       l'un de ces domaines, sans tenir compte de la casse ; un sous-domaine n'est pas couvert par son
+         *       domaine parent (`formation.exemple.fr` n'est pas autorisé par `exemple.fr` : l'organisation
+         *       l'ajoute à sa liste si elle le veut). Un email hors domaine donne 400 en unitaire.
          *     - **Idempotence par email** : un apprenant déjà membre de l'organisation donne 409 et ne consomme
          *       aucune licence.
          *     - **Licence** : une licence `standard` est attribuée s'il en reste une disponible, sinon une
          *       licence `tutorat`. Elle passe de `disponible` à `attribuée`, puis à `activée` à la première
          *       connexion de l'apprenant. Aucune licence disponible : 409. Des inscriptions simultanées
          *       n'attribuent jamais deux fois la même licence et ne dépassent jamais les licences disponibles.
-         *     - **Compte** : si un compte existe déjà pour cet email, l'apprenant est rattaché immédiatement
+         *     - **Compte** : si la personne a déjà un compte sur la plateforme (elle s'y est déjà connectée, ou
+         *       elle est membre non invité d'une organisation), l'apprenant est rattaché immédiatement
          *       (`status` = `active`, `member.statut` = `actif`) ; sinon une invitation est envoyée et
          *       enregistrée (`status` = `pending`, `member.statut` = `invité`), qui devient `actif` à la
-         *       première connexion.
+         *       première connexion. Une invitation encore en attente dans une autre organisation n'est pas un
+         *       compte : la même personne est alors `pending` ici aussi, avec le même `user_id`.
          *     - **Programmes** : `programme_slugs` inscrit l'apprenant à ces programmes (progression 0). Un slug
          *       inconnu donne 400 et rien n'est écrit (en unitaire comme en lot, quel que soit `atomic`).
          *     - **Événements** : chaque inscription réussie enregistre un événement `learner.enrolled` ; la
@@ -114,14 +122,16 @@ export interface paths {
          *     **Unitaire** : 201 avec `{member, status}`.
          *
          *     **Lot** : 1 à 50 entrées dans `users` ; un lot vide ou de plus de 50 entrées donne 400 et rien
-         *     n'est écrit. Le corps entier est validé d'abord : un email mal formé dans une entrée donne 400
-         *     pour tout le lot. Réponse 200 avec `summary` et `results` (un résultat par entrée, dans l'ordre
-         *     de la requête).
-         *     - `atomic` absent ou `false` (au mieux) : chaque entrée réussit ou échoue seule (déjà membre,
-         *       plus de licence, domaine non autorisé…) ; une entrée en échec porte `error` et `member_id` =
-         *       `null`. Relancer un lot est sans risque : les apprenants déjà inscrits sont ignorés (en échec
-         *       « déjà membre ») sans consommer de licence. Un email présent deux fois dans le même lot :
-         *       les occurrences suivantes échouent comme déjà membres.
+         *     n'est écrit. La forme du corps est validée d'abord et refuse tout le lot (400, rien n'est écrit) :
+         *     entrée sans `email`, champ inconnu, type inattendu, slug de programme inconnu. La validité et
+         *     le domaine de chaque email sont ensuite vérifiés entrée par entrée. Réponse 200 avec `summary`
+         *     et `results` (un résultat par entrée, dans l'ordre de la requête).
+         *     - `atomic` absent ou `false` (au mieux) : chaque entrée réussit ou échoue seule (email invalide,
+         *       domaine non autorisé, déjà membre, plus de licence) ; une entrée en échec porte `error` (en
+         *       français) et `member_id` = `null`. Quand les licences manquent, elles vont aux premières
+         *       entrées du lot. Relancer un lot est sans risque : les apprenants déjà inscrits sont ignorés
+         *       (en échec « déjà membre ») sans consommer de licence. Un email présent deux fois dans le même
+         *       lot : les occurrences suivantes échouent comme déjà membres.
          *     - `atomic: true` : les licences nécessaires (entrées qui ne sont pas déjà membres) sont comptées
          *       d'abord ; s'il n'y en a pas assez, 409 et personne n'est inscrit. Toute autre erreur d'entrée
          *       (email invalide, domaine non autorisé) rejette aussi tout le lot avec 400. Un lot accepté est
@@ -2275,10 +2285,10 @@ export interface components {
             utilisees: number;
         };
         /**
-         * @description Inscription d'un apprenant. L'email (format email, sans espaces) est comparé sans tenir compte
-         *     de la casse et doit appartenir à un domaine autorisé par l'organisation (liste vide : tous les
-         *     domaines). Chaque slug de `programme_slugs` doit désigner un programme existant, sinon 400 et
-         *     rien n'est écrit.
+         * @description Inscription d'un apprenant (requête unitaire, ou une entrée d'un lot). L'email est comparé sans
+         *     tenir compte de la casse ni des espaces de bord et doit appartenir à un domaine autorisé par
+         *     l'organisation (liste vide : tous les domaines). Chaque slug de `programme_slugs` doit désigner
+         *     un programme de l'organisation, sinon 400 pour toute la requête et rien n'est écrit.
          * @example {
          *       "email": "claire.martin@exemple.fr",
          *       "programme_slugs": [
@@ -2288,8 +2298,10 @@ export interface components {
          */
         EnrolmentRequest: {
             /**
-             * Format: email
-             * @description Email de l'apprenant à inscrire.
+             * @description Email de l'apprenant à inscrire. Les espaces de début et de fin sont retirés et l'email est
+             *     mis en minuscules ; le serveur vérifie alors que c'est une adresse valide (254 caractères au
+             *     plus) et que son domaine est autorisé. Une adresse invalide ou hors domaine donne 400 en
+             *     requête unitaire ou dans un lot `atomic`, et fait échouer sa seule entrée dans un lot au mieux.
              */
             email: string;
             /** @description Programmes auxquels inscrire l'apprenant (progression 0), par slug. */
@@ -2297,9 +2309,11 @@ export interface components {
         };
         /**
          * @description Inscription d'un lot de 1 à 50 apprenants (lot vide ou de plus de 50 entrées : 400, rien n'est
-         *     écrit). Sans `atomic` (ou `false`), chaque entrée réussit ou échoue seule ; avec `atomic: true`,
-         *     le lot est accepté en entier (une transaction) ou rejeté en entier (409 si les licences ne
-         *     suffisent pas, 400 pour toute autre entrée en erreur).
+         *     écrit ; de même pour une entrée de forme invalide ou un slug de programme inconnu). Sans `atomic`
+         *     (ou `false`), chaque entrée réussit ou échoue seule (email invalide ou hors domaine, déjà
+         *     membre, plus de licence) ; avec `atomic: true`, le lot est accepté en entier (une transaction)
+         *     ou rejeté en entier (400 si une entrée a un email invalide ou hors domaine, 409 si les licences
+         *     ne suffisent pas) ; les entrées déjà membres y figurent en échec sans l'empêcher.
          * @example {
          *       "users": [
          *         {
@@ -2411,7 +2425,7 @@ export interface components {
          * @example {
          *       "email": "claire.martin@exemple.fr",
          *       "member_id": null,
-         *       "error": "Cet apprenant est déjà membre de l'organisation."
+         *       "error": "Cet apprenant est déjà membre de votre organisation."
          *     }
          */
         BulkEnrolmentResult: {

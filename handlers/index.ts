@@ -2,6 +2,7 @@ import type { operations } from '../codegen/openapi';
 import { usersResource } from '../db/resources/users';
 import { ApiError } from '../src/errors';
 import type { Handler, HandlerContext } from './context';
+import { createCreateUsers } from './create-users';
 import { createGetSummary } from './get-summary';
 import { getUnknownResource } from './get-unknown-resource';
 import { createListHandler } from './list-resource';
@@ -23,7 +24,7 @@ export function createHandlers(context: HandlerContext) {
   return {
     listLearners: notImplemented('listLearners'),
     listUsers: createListHandler(usersResource, context),
-    createUsers: notImplemented('createUsers'),
+    createUsers: createCreateUsers(context),
     getSummary: createGetSummary(context),
     listAttendance: notImplemented('listAttendance'),
     listEvaluations: notImplemented('listEvaluations'),

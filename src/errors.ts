@@ -6,6 +6,7 @@ const errorCatalogue = {
   invalid_parameter: { status: 400, message: 'Paramètre invalide.' },
   invalid_body: { status: 400, message: 'Corps de la requête invalide.' },
   unknown_programme: { status: 400, message: 'Programme inconnu dans votre organisation.' },
+  invalid_email: { status: 400, message: 'Adresse électronique invalide.' },
   learner_identifier_missing: { status: 400, message: 'Indiquez le paramètre « email » ou « user_id » de l’apprenant.' },
   email_domain_not_allowed: { status: 400, message: 'Le domaine de cette adresse électronique n’est pas autorisé pour votre organisation.' },
   key_missing: { status: 401, message: 'Clé API manquante : envoyez l’en-tête « Authorization: Bearer sk_live_… ».' },
