@@ -19,12 +19,13 @@ pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
 export const applicationDatabaseName = 'partner_api';
 
 export function createDb(connectionString: string, poolSize = 10): DB {
-  return new Kysely<Database>({
-    dialect: new PostgresDialect({
-      pool: new pg.Pool({ connectionString, max: poolSize, application_name: 'partner-api' }),
-      cursor: Cursor,
-    }),
+  const pool = new pg.Pool({ connectionString, max: poolSize, application_name: 'partner-api' });
+  // An idle connection that the server closes (restart, failover) must not crash the process: the
+  // pool drops it and opens a new one on the next query.
+  pool.on('error', (error) => {
+    if (process.env.LOG_LEVEL !== 'silent') process.stderr.write(`[pg] connexion inactive perdue : ${error.message}\n`);
   });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool, cursor: Cursor }) });
 }
 
 export interface OpenedDatabase {

@@ -70,6 +70,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`create index licences_available_idx on licences (org_id, type, created_at, id)
     where status = 'disponible'`.execute(db);
   await db.schema.createIndex('licences_org_idx').on('licences').columns(['org_id', 'status', 'type']).execute();
+  // A learner's licences (users.licence_*): the partial unique index above serves live ones only.
+  await db.schema.createIndex('licences_membership_idx').on('licences').columns(['membership_id', 'assigned_at']).execute();
 
   await db.schema
     .createTable('api_keys')

@@ -24,26 +24,26 @@ export const usersResource: ResourceDefinition<UserRow> = {
   select(db, filter) {
     let query = db.selectFrom('memberships as m')
       .innerJoin('accounts as a', 'a.id', 'm.account_id')
-      // The learner's live licence if any, else the latest one they held (revoked).
-      .leftJoinLateral(
-        (eb) => eb.selectFrom('licences as l')
-          .select(['l.type', 'l.status'])
+      .select((eb) => {
+        // The learner's live licence if any, else the latest one they held (revoked). Scalar
+        // subqueries, not a join: PostgreSQL evaluates them only for the rows of the page, and
+        // the count drops them.
+        const currentLicence = (column: 'type' | 'status') => eb.selectFrom('licences as l')
+          .select(`l.${column}`)
           .whereRef('l.membership_id', '=', 'm.id')
           .orderBy(sql`l.status in ('attribuée', 'activée')`, 'desc')
-          .orderBy('l.assigned_at', sql`desc nulls last`)
+          .orderBy('l.assigned_at', (order) => order.desc().nullsLast())
           .orderBy('l.id')
-          .limit(1)
-          .as('licence'),
-        (join) => join.onTrue(),
-      )
-      .select([
-        'a.name as nom',
-        'a.email as email',
-        'm.status as statut',
-        'licence.type as licence_type',
-        'licence.status as licence_statut',
-        parisDate(membershipDate).as('inscrit_le'),
-      ])
+          .limit(1);
+        return [
+          'a.name as nom',
+          'a.email as email',
+          'm.status as statut',
+          currentLicence('type').as('licence_type'),
+          currentLicence('status').as('licence_statut'),
+          parisDate(membershipDate).as('inscrit_le'),
+        ];
+      })
       .where('m.org_id', '=', filter.orgId);
     if (filter.membershipId) query = query.where('m.id', '=', filter.membershipId);
     if (filter.updatedSince) query = query.where(parisDay(membershipDate), '>=', filter.updatedSince);

@@ -82,8 +82,13 @@ export async function load(options: {
   url: string; headers?: Record<string, string>; connections?: number; durationSeconds?: number; method?: 'GET' | 'POST'; body?: string;
 }): Promise<LoadResult> {
   const result = await autocannon({
-    url: options.url, headers: options.headers, method: options.method ?? 'GET', body: options.body,
-    connections: options.connections ?? 10, duration: options.durationSeconds ?? 10,
+    url: options.url,
+    method: options.method ?? 'GET',
+    connections: options.connections ?? 10,
+    duration: options.durationSeconds ?? 10,
+    // autocannon fails every request when these keys are present but undefined.
+    ...(options.headers ? { headers: options.headers } : {}),
+    ...(options.body !== undefined ? { body: options.body } : {}),
   });
   return {
     requestsPerSecond: Math.round(result.requests.average),

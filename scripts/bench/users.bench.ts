@@ -1,0 +1,65 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
+import { countQuery } from '../../db/resources/list';
+import { usersResource } from '../../db/resources/users';
+import { createOrgWithKeys } from '../../tests/support/factories';
+import { freePort, load, openBenchDatabase, report, startServerProcess } from './support';
+
+/**
+ * Issue 2: authenticated GET /users?limit=100 on an organisation of 5,000 learners, side by side
+ * with a bare Fastify + pg server running the same SQL. Target: ours within 1.3x of its throughput.
+ */
+const learners = 5000;
+const database = await openBenchDatabase('bench_users');
+const org = await createOrgWithKeys(database.db, { name: 'Organisme du banc' });
+await sql`
+  with new_accounts as (
+    insert into accounts (email, name)
+    select 'apprenant' || i || '@banc.fr', 'Apprenant ' || i from generate_series(1, ${learners}) i
+    returning id, email
+  ), new_members as (
+    insert into memberships (org_id, account_id, status, joined_at)
+    select ${org.orgId}, id, 'actif', now() - (random() * interval '700 days') from new_accounts
+    returning id, joined_at
+  )
+  insert into licences (org_id, type, status, membership_id, assigned_at)
+  select ${org.orgId}, 'standard', 'attribuée', id, joined_at from new_members`.execute(database.db);
+await sql`analyze`.execute(database.db);
+
+// The same SQL as the real handler: compiled from the resource's own query.
+const rows = usersResource.select(database.db, { orgId: org.orgId, year: 2026, updatedSince: null, membershipId: null, programmeId: null });
+const countSql = countQuery(rows, 100000).compile(database.db);
+const page = rows.compile();
+const pageSql = `${page.sql} limit $${page.parameters.length + 1} offset $${page.parameters.length + 2}`;
+
+const ours = await startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' });
+const barePort = await freePort();
+const bare = spawn(process.execPath, ['--import', 'tsx', path.join(path.dirname(fileURLToPath(import.meta.url)), 'bare-users-server.ts')], {
+  env: { ...process.env, DATABASE_URL: database.url, PORT: String(barePort), COUNT_SQL: countSql.sql, COUNT_PARAMS: JSON.stringify(countSql.parameters), PAGE_SQL: pageSql, PARAMS: JSON.stringify(page.parameters) },
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+await new Promise<void>((resolve) => bare.stdout!.on('data', (chunk) => String(chunk).includes('ready') && resolve()));
+
+try {
+  const headers = { authorization: `Bearer ${org.readKey}` };
+  for (const [url, h] of [[`${ours.baseUrl}/users?limit=100&offset=0`, headers], [`http://127.0.0.1:${barePort}/users?limit=100&offset=0`, {}]] as const) {
+    const check = await fetch(url, { headers: h });
+    if (check.status !== 200) throw new Error(`${url}: ${check.status} ${await check.text()}`);
+  }
+  // Warm both up, then measure each alone (the machine has 2 cores: never both at once).
+  await load({ url: `${ours.baseUrl}/users?limit=100&offset=0`, headers, durationSeconds: 2 });
+  await load({ url: `http://127.0.0.1:${barePort}/users?limit=100&offset=0`, durationSeconds: 2 });
+  const oursResult = await load({ url: `${ours.baseUrl}/users?limit=100&offset=0`, headers, durationSeconds: 10 });
+  const bareResult = await load({ url: `http://127.0.0.1:${barePort}/users?limit=100&offset=0`, durationSeconds: 10 });
+  const ratio = bareResult.requestsPerSecond / oursResult.requestsPerSecond;
+  process.stdout.write(`GET /users?limit=100 on ${learners} learners, 10 connections, 10 s each\n`);
+  report('ours: requests/s, p50, p99', `${oursResult.requestsPerSecond} req/s, p50 ${oursResult.p50Ms} ms, p99 ${oursResult.p99Ms} ms, errors ${oursResult.errors + oursResult.non2xx}`);
+  report('bare Fastify + pg, same SQL: requests/s, p50, p99', `${bareResult.requestsPerSecond} req/s, p50 ${bareResult.p50Ms} ms, p99 ${bareResult.p99Ms} ms`);
+  report('bare / ours throughput', ratio.toFixed(2), { text: '<= 1.30', met: ratio <= 1.3 });
+} finally {
+  bare.kill('SIGTERM');
+  await ours.stop();
+  await database.close();
+}
