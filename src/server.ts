@@ -4,6 +4,7 @@ import { openDatabase } from './database';
 import { deleteEndedWindows } from '../db/api-keys';
 import { rateLimitWindowSeconds } from './auth';
 import { seedDemoOnFirstStart } from './demo';
+import { startWebhookDelivery } from './webhooks/worker';
 
 /** `make run` / `npm start`: database (embedded unless DATABASE_URL), migrations, demo, server. */
 async function main(): Promise<void> {
@@ -11,6 +12,7 @@ async function main(): Promise<void> {
   const database = await openDatabase(config, { poolSize: 20 });
   const demo = await seedDemoOnFirstStart(database.db, config);
   const app = await buildApp({ config, db: database.db });
+  const webhooks = await startWebhookDelivery({ connectionString: database.connectionString, db: database.db, config, log: app.log });
 
   const sweeper = setInterval(() => {
     deleteEndedWindows(database.db, rateLimitWindowSeconds).catch((error) => app.log.warn({ err: error }, 'nettoyage des fenêtres de débit'));
@@ -24,6 +26,7 @@ async function main(): Promise<void> {
     app.log.info(`${signal} reçu : arrêt propre`);
     clearInterval(sweeper);
     await app.close();
+    await webhooks.stop();
     await database.close();
     process.exit(0);
   };

@@ -1,0 +1,277 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { DB } from '../src/database';
+import { queueDeliveryJobs } from '../src/webhooks/job-queue';
+import type { AttemptOutcome } from '../src/webhooks/http-post';
+import { type EventType, recordEvent } from './events';
+import type { DeliveryStatus } from './tables/webhooks';
+
+/** How long the previous secret keeps signing after a rotation. */
+export const previousSecretValiditySeconds = 24 * 60 * 60;
+
+// ---------------------------------------------------------------------------------------------
+// Endpoints
+
+const endpointListing = [
+  'id', 'org_id', 'url', 'event_types', 'enabled', 'consecutive_failures', 'disabled_at', 'disabled_reason',
+  'previous_secret_expires_at', 'created_at',
+] as const;
+
+export async function createEndpoint(db: DB, endpoint: { orgId: string; url: string; secret: string; eventTypes: readonly string[] }) {
+  return db.insertInto('webhook_endpoints')
+    .values({ org_id: endpoint.orgId, url: endpoint.url, secret: endpoint.secret, event_types: [...endpoint.eventTypes] })
+    .returning(endpointListing)
+    .executeTakeFirstOrThrow();
+}
+
+/** Endpoints of an organisation, without their secrets. */
+export async function listEndpoints(db: DB, orgId: string) {
+  return db.selectFrom('webhook_endpoints').select(endpointListing)
+    .where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute();
+}
+
+export async function findEndpoint(db: DB, id: string) {
+  return (await db.selectFrom('webhook_endpoints').select(endpointListing).where('id', '=', id).executeTakeFirst()) ?? null;
+}
+
+/** The operator disables an endpoint: nothing is attempted, pending deliveries are kept. */
+export async function disableEndpoint(db: DB, id: string) {
+  return (await db.updateTable('webhook_endpoints')
+    .set({ enabled: false, disabled_at: sql`coalesce(disabled_at, now())`, disabled_reason: sql`coalesce(disabled_reason, 'operator')` })
+    .where('id', '=', id)
+    .returning(endpointListing)
+    .executeTakeFirst()) ?? null;
+}
+
+/**
+ * (Re-)enables an endpoint with a fresh failure count, and wakes its pending deliveries up: each at
+ * its own due time (a retry planned in 6 h stays in 6 h), overdue ones at once.
+ */
+export async function enableEndpoint(db: DB, id: string) {
+  return db.transaction().execute(async (trx) => {
+    const endpoint = await trx.updateTable('webhook_endpoints')
+      .set({ enabled: true, consecutive_failures: 0, disabled_at: null, disabled_reason: null })
+      .where('id', '=', id)
+      .returning(endpointListing)
+      .executeTakeFirst();
+    if (!endpoint) return null;
+    const pending = await trx.selectFrom('webhook_deliveries')
+      .select(['id', sql<number>`greatest(0, extract(epoch from next_attempt_at - now()))::float8`.as('startAfterSeconds')])
+      .where('endpoint_id', '=', id).where('status', '=', 'pending')
+      .execute();
+    for (let start = 0; start < pending.length; start += 1000) await queueDeliveryJobs(trx, pending.slice(start, start + 1000));
+    return { ...endpoint, resumed_deliveries: pending.length };
+  });
+}
+
+/** A new current secret; the old one keeps signing for 24 hours. */
+export async function rotateEndpointSecret(db: DB, id: string, newSecret: string) {
+  return (await db.updateTable('webhook_endpoints')
+    .set({
+      previous_secret: sql`secret`,
+      previous_secret_expires_at: sql`now() + make_interval(secs => ${previousSecretValiditySeconds})`,
+      secret: newSecret,
+    })
+    .where('id', '=', id)
+    .returning(endpointListing)
+    .executeTakeFirst()) ?? null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deliveries: created with their event, then attempted by the worker (src/webhooks/worker.ts)
+
+/** One delivery per enabled endpoint of the organisation subscribed to the type; in `trx`. */
+export async function queueEventDeliveries(trx: DB, event: { eventId: string; orgId: string; type: EventType; body: string }) {
+  const deliveries = await trx.insertInto('webhook_deliveries')
+    .columns(['event_id', 'endpoint_id', 'body'])
+    .expression((eb) => eb.selectFrom('webhook_endpoints')
+      .select([sql<string>`${event.eventId}::uuid`.as('event_id'), 'id', sql<string>`${event.body}`.as('body')])
+      .where('org_id', '=', event.orgId)
+      .where('enabled', '=', true)
+      .where(sql<boolean>`${event.type} = any(event_types)`))
+    .returning('id')
+    .execute();
+  await queueDeliveryJobs(trx, deliveries);
+  return deliveries.length;
+}
+
+/** The test button: a signed `ping` event for this endpoint only, queued like any delivery. */
+export async function queuePing(db: DB, endpointId: string) {
+  return db.transaction().execute(async (trx) => {
+    const endpoint = await trx.selectFrom('webhook_endpoints').select(['id', 'org_id', 'enabled'])
+      .where('id', '=', endpointId).executeTakeFirst();
+    if (!endpoint) return null;
+    const event = await recordEvent(trx, {
+      orgId: endpoint.org_id, type: 'ping',
+      data: { learner: null, endpoint_id: endpoint.id, message: 'Ceci est un événement de test.' },
+    });
+    const delivery = await trx.insertInto('webhook_deliveries')
+      .values({ event_id: event.id, endpoint_id: endpoint.id, body: event.body })
+      .returning('id').executeTakeFirstOrThrow();
+    await queueDeliveryJobs(trx, [delivery]);
+    return { eventId: event.id, deliveryId: delivery.id, endpointEnabled: endpoint.enabled };
+  });
+}
+
+/** A delivery the worker holds the lease of: everything needed to send it. */
+export interface ClaimedDelivery {
+  id: string;
+  endpoint_id: string;
+  event_type: EventType;
+  body: string;
+  url: string;
+  /** The current secret, then the previous one while it is still valid. */
+  secrets: string[];
+  lease_token: string;
+}
+
+/**
+ * Takes the lease of those deliveries that are due, pending, on an enabled endpoint and not leased
+ * by anyone else. The conditional update is atomic: of two processes claiming one delivery, one
+ * gets it, the other gets nothing. The lease outlasts one attempt (timeout included), so that a
+ * holder that crashed is replaced only after its attempt can no longer be in flight.
+ */
+export async function claimDeliveries(db: DB, ids: readonly string[], leaseSeconds: number): Promise<ClaimedDelivery[]> {
+  if (ids.length === 0) return [];
+  const leaseToken = randomUUID();
+  const result = await sql<ClaimedDelivery>`
+    update webhook_deliveries d
+    set lease_token = ${leaseToken}, lease_expires_at = now() + make_interval(secs => ${leaseSeconds})
+    from webhook_endpoints e, events ev
+    where d.id = any(${[...ids]}::uuid[]) and e.id = d.endpoint_id and ev.id = d.event_id
+      and d.status = 'pending' and e.enabled and d.next_attempt_at <= now()
+      and (d.lease_expires_at is null or d.lease_expires_at <= now())
+    returning d.id, d.endpoint_id, ev.type as event_type, d.body, e.url, d.lease_token,
+      array_remove(array[e.secret, case when e.previous_secret_expires_at > now() then e.previous_secret end], null) as secrets`
+    .execute(db);
+  return result.rows;
+}
+
+function attemptRow(deliveryId: string, outcome: AttemptOutcome) {
+  return {
+    delivery_id: deliveryId, attempted_at: outcome.attemptedAt, duration_ms: outcome.durationMs, status_code: outcome.statusCode,
+    succeeded: outcome.succeeded, error: outcome.error, response_excerpt: outcome.responseExcerpt,
+  };
+}
+
+/**
+ * Writes the outcome of attempts: each attempt is logged; a success marks its delivery delivered
+ * and resets the endpoint's failure count; a failure plans the next attempt (or `dead` after the
+ * last one), counts towards disabling the endpoint and queues the job of the next attempt. Only
+ * the holder of the lease changes a delivery (one that lost its lease still logs its attempt).
+ */
+export async function recordAttempts(
+  db: DB,
+  attempts: { delivery: ClaimedDelivery; outcome: AttemptOutcome }[],
+  policy: { retryDelaysSeconds: readonly number[]; disableAfter: number },
+): Promise<void> {
+  if (attempts.length === 0) return;
+  await db.transaction().execute(async (trx) => {
+    await trx.insertInto('webhook_attempts').values(attempts.map((a) => attemptRow(a.delivery.id, a.outcome))).execute();
+
+    const succeeded = attempts.filter((a) => a.outcome.succeeded);
+    if (succeeded.length > 0) {
+      await sql`
+        update webhook_deliveries d
+        set status = 'delivered', attempt_count = attempt_count + 1, delivered_at = now(), lease_token = null, lease_expires_at = null
+        from unnest(${succeeded.map((a) => a.delivery.id)}::uuid[], ${succeeded.map((a) => a.delivery.lease_token)}::uuid[]) as s(id, token)
+        where d.id = s.id and d.lease_token = s.token`.execute(trx);
+      // Written only when there is something to reset: a busy endpoint's row is not rewritten
+      // (nor locked) by every success.
+      await trx.updateTable('webhook_endpoints').set({ consecutive_failures: 0 })
+        .where('id', 'in', [...new Set(succeeded.map((a) => a.delivery.endpoint_id))])
+        .where('consecutive_failures', '<>', 0)
+        .execute();
+    }
+
+    const failed = attempts.filter((a) => !a.outcome.succeeded);
+    if (failed.length === 0) return;
+    const maxAttempts = policy.retryDelaysSeconds.length + 1;
+    const retries = await sql<{ id: string; startAfterSeconds: number }>`
+      update webhook_deliveries d
+      set attempt_count = attempt_count + 1,
+        status = case when attempt_count + 1 >= ${maxAttempts} then 'dead' else 'pending' end,
+        dead_at = case when attempt_count + 1 >= ${maxAttempts} then now() end,
+        next_attempt_at = case when attempt_count + 1 >= ${maxAttempts} then next_attempt_at
+          else now() + make_interval(secs => (${[...policy.retryDelaysSeconds]}::float8[])[attempt_count + 1]) end,
+        lease_token = null, lease_expires_at = null
+      from unnest(${failed.map((a) => a.delivery.id)}::uuid[], ${failed.map((a) => a.delivery.lease_token)}::uuid[]) as f(id, token)
+      where d.id = f.id and d.lease_token = f.token
+      returning d.id, case when d.status = 'pending' then extract(epoch from d.next_attempt_at - now())::float8 end as "startAfterSeconds"`
+      .execute(trx);
+    const failuresByEndpoint = new Map<string, number>();
+    for (const a of failed) failuresByEndpoint.set(a.delivery.endpoint_id, (failuresByEndpoint.get(a.delivery.endpoint_id) ?? 0) + 1);
+    for (const [endpointId, failures] of failuresByEndpoint) {
+      await sql`
+        update webhook_endpoints
+        set consecutive_failures = consecutive_failures + ${failures},
+          enabled = enabled and consecutive_failures + ${failures} < ${policy.disableAfter},
+          disabled_at = case when enabled and consecutive_failures + ${failures} >= ${policy.disableAfter} then now() else disabled_at end,
+          disabled_reason = case when enabled and consecutive_failures + ${failures} >= ${policy.disableAfter} then 'failures' else disabled_reason end
+        where id = ${endpointId}`.execute(trx);
+    }
+    await queueDeliveryJobs(trx, retries.rows.filter((r) => r.startAfterSeconds !== null));
+  });
+}
+
+/**
+ * Pending deliveries overdue by more than `graceSeconds` that nobody holds: their job was lost (a
+ * server killed mid-attempt, a wake-up consumed while the endpoint was disabled). Queued again; the
+ * queue keeps at most one waiting job per delivery, so sweeping is idempotent.
+ */
+export async function requeueOverdueDeliveries(db: DB, options: { graceSeconds: number; limit: number }): Promise<number> {
+  const overdue = await sql<{ id: string }>`
+    select d.id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+    where d.status = 'pending' and e.enabled
+      and d.next_attempt_at < now() - make_interval(secs => ${options.graceSeconds})
+      and (d.lease_expires_at is null or d.lease_expires_at < now())
+    order by d.next_attempt_at
+    limit ${options.limit}`.execute(db);
+  if (overdue.rows.length > 0) await db.transaction().execute((trx) => queueDeliveryJobs(trx, overdue.rows));
+  return overdue.rows.length;
+}
+
+/** A dead or delivered delivery sent again: same id, same body, a new cycle of attempts. */
+export async function replayDelivery(db: DB, deliveryId: string) {
+  return db.transaction().execute(async (trx) => {
+    const current = await trx.selectFrom('webhook_deliveries').select(['id', 'status'])
+      .where('id', '=', deliveryId).forUpdate().executeTakeFirst();
+    if (!current) return null;
+    if (current.status === 'pending') return { id: current.id, replayed: false as const, status: current.status };
+    await trx.updateTable('webhook_deliveries')
+      .set({
+        status: 'pending', attempt_count: 0, next_attempt_at: sql`now()`, delivered_at: null, dead_at: null,
+        replay_count: sql`replay_count + 1`,
+      })
+      .where('id', '=', deliveryId).execute();
+    await queueDeliveryJobs(trx, [{ id: deliveryId }]);
+    return { id: current.id, replayed: true as const, status: 'pending' as DeliveryStatus };
+  });
+}
+
+export async function findDelivery(db: DB, deliveryId: string) {
+  return (await db.selectFrom('webhook_deliveries').select(['id', 'endpoint_id', 'status'])
+    .where('id', '=', deliveryId).executeTakeFirst()) ?? null;
+}
+
+/** The delivery log of an endpoint, newest first, each delivery with its attempts in order. */
+export async function listDeliveries(db: DB, endpointId: string, options: { status?: DeliveryStatus; limit: number }) {
+  let query = db.selectFrom('webhook_deliveries as d')
+    .innerJoin('events as ev', 'ev.id', 'd.event_id')
+    .select([
+      'd.id', 'd.event_id', 'ev.type as event_type', 'd.status', 'd.attempt_count', 'd.next_attempt_at', 'd.created_at',
+      'd.delivered_at', 'd.dead_at', 'd.replay_count',
+    ])
+    .where('d.endpoint_id', '=', endpointId);
+  if (options.status) query = query.where('d.status', '=', options.status);
+  const deliveries = await query.orderBy('d.created_at', 'desc').orderBy('d.id').limit(options.limit).execute();
+  const attempts = deliveries.length === 0 ? [] : await db.selectFrom('webhook_attempts')
+    .select(['delivery_id', 'attempted_at', 'status_code', 'duration_ms', 'succeeded', 'error', 'response_excerpt'])
+    .where('delivery_id', 'in', deliveries.map((d) => d.id))
+    .orderBy('attempted_at').orderBy('id')
+    .execute();
+  return deliveries.map((delivery) => ({
+    ...delivery,
+    attempts: attempts.filter((a) => a.delivery_id === delivery.id).map(({ delivery_id: _unused, ...attempt }) => attempt),
+  }));
+}

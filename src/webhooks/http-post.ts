@@ -1,0 +1,105 @@
+import http from 'node:http';
+import https from 'node:https';
+import { checkWebhookUrlForm, guardedLookup, WebhookAddressError } from './address-guard';
+
+/** What one attempt produced: the row of the attempts log. */
+export interface AttemptOutcome {
+  attemptedAt: Date;
+  durationMs: number;
+  /** null: no HTTP answer (timeout, refused address, connection error). */
+  statusCode: number | null;
+  succeeded: boolean;
+  error: string | null;
+  responseExcerpt: string | null;
+}
+
+const excerptCharacters = 300;
+/** Beyond this the rest of a response is not read (the connection is dropped instead of reused). */
+const maxResponseBytes = 64 * 1024;
+
+// Keep-alive pools: a receiver under a steady stream gets a few reused connections, not one each.
+const agents = {
+  'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
+  'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
+};
+
+function describeError(error: unknown): string {
+  if (error instanceof WebhookAddressError) return `adresse refusée : ${error.message}`;
+  const code = (error as NodeJS.ErrnoException).code;
+  const message = error instanceof Error ? error.message : String(error);
+  return code && !message.includes(code) ? `${message} (${code})` : message;
+}
+
+/**
+ * One POST of a delivery. A 2xx status received within `timeoutMs` (DNS, connection and answer
+ * included) is a success; anything else fails. Redirects are not followed. The address is checked
+ * again here, on the address actually connected to.
+ */
+export async function postWebhook(request: {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  timeoutMs: number;
+  allowInsecure: boolean;
+}): Promise<AttemptOutcome> {
+  const attemptedAt = new Date();
+  const started = performance.now();
+  const finish = (fields: Pick<AttemptOutcome, 'statusCode' | 'error' | 'responseExcerpt'>): AttemptOutcome => ({
+    attemptedAt,
+    durationMs: Math.round(performance.now() - started),
+    succeeded: fields.error === null && fields.statusCode !== null && fields.statusCode >= 200 && fields.statusCode < 300,
+    ...fields,
+  });
+
+  let url: URL;
+  try {
+    url = checkWebhookUrlForm(request.url, { allowInsecure: request.allowInsecure });
+  } catch (error) {
+    return finish({ statusCode: null, error: describeError(error), responseExcerpt: null });
+  }
+  const body = Buffer.from(request.body, 'utf8');
+
+  return new Promise<AttemptOutcome>((resolve) => {
+    let statusCode: number | null = null;
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let settled = false;
+    // Once a status has arrived it decides; before that, the error (timeout, connection) does.
+    const settle = (errorWithoutStatus: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      const excerpt = chunks.length > 0 ? Buffer.concat(chunks).toString('utf8').slice(0, excerptCharacters) : null;
+      const error = statusCode === null ? errorWithoutStatus : statusCode >= 200 && statusCode < 300 ? null : `réponse HTTP ${statusCode}`;
+      resolve(finish({ statusCode, error, responseExcerpt: excerpt }));
+    };
+
+    const client = url.protocol === 'https:' ? https : http;
+    const outgoing = client.request(url, {
+      method: 'POST',
+      agent: agents[url.protocol as 'http:' | 'https:'],
+      lookup: guardedLookup({ allowLoopback: request.allowInsecure }),
+      headers: { ...request.headers, 'Content-Length': String(body.length) },
+    }, (response) => {
+      statusCode = response.statusCode ?? null;
+      response.on('data', (chunk: Buffer) => {
+        if (received < maxResponseBytes) chunks.push(chunk);
+        received += chunk.length;
+        if (received > maxResponseBytes) {
+          response.destroy();
+          settle('réponse trop longue');
+        }
+      });
+      response.on('end', () => settle('réponse vide'));
+      response.on('error', (error) => settle(describeError(error)));
+    });
+    // The reply time covers everything: a status that arrives in time counts even if the rest of
+    // the body is late (then the connection is dropped).
+    const timer = setTimeout(() => {
+      settle(`délai de réponse dépassé (${request.timeoutMs} ms)`);
+      outgoing.destroy();
+    }, request.timeoutMs);
+    outgoing.on('error', (error) => settle(describeError(error)));
+    outgoing.end(body);
+  });
+}

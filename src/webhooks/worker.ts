@@ -1,0 +1,129 @@
+import pg from 'pg';
+import PgBoss from 'pg-boss';
+import { claimDeliveries, type ClaimedDelivery, recordAttempts, requeueOverdueDeliveries } from '../../db/webhooks';
+import type { Config } from '../config';
+import type { DB } from '../database';
+import { deliveryChannel, type DeliveryJob, deliveryQueue, deliveryQueueOptions } from './job-queue';
+import { postWebhook } from './http-post';
+import { signatureHeader } from './signature';
+
+interface Logger {
+  info(object: object, message: string): void;
+  warn(object: object, message: string): void;
+}
+
+export interface WebhookDeliveryOptions {
+  /** The database of the deliveries: pg-boss and the wake-up listener get connections of their own. */
+  connectionString: string;
+  db: DB;
+  config: Pick<Config, 'webhookRetryDelaysSeconds' | 'webhookTimeoutMs' | 'webhookDisableAfter' | 'webhookAllowInsecure'>;
+  log?: Logger;
+  /** Parallel pollers; each handles a batch of deliveries at once. */
+  workers?: number;
+  batchSize?: number;
+}
+
+export interface WebhookDelivery {
+  stop(): Promise<void>;
+}
+
+/** Overdue deliveries nobody holds are queued again after this long (see requeueOverdueDeliveries). */
+const sweepGraceSeconds = 10;
+const sweepEveryMs = 5_000;
+
+const silentLog: Logger = { info: () => undefined, warn: () => undefined };
+
+/**
+ * The delivery worker of one server process. Several processes may run it on one database: each
+ * delivery is sent by whoever holds its lease, so a delivery is never in flight twice at once.
+ * Pickup: a NOTIFY at the commit of new deliveries wakes the pollers at once (else they poll every
+ * 0.5 s); a full batch is followed by the next fetch without waiting.
+ */
+export async function startWebhookDelivery(options: WebhookDeliveryOptions): Promise<WebhookDelivery> {
+  const { db, config } = options;
+  const log = options.log ?? silentLog;
+  const batchSize = options.batchSize ?? 50;
+  // Longer than one attempt can last (its timeout covers DNS, connection and answer), so that a
+  // lease runs out only when its holder can no longer be sending.
+  const leaseSeconds = Math.ceil((2 * config.webhookTimeoutMs) / 1000) + 5;
+  const policy = { retryDelaysSeconds: config.webhookRetryDelaysSeconds, disableAfter: config.webhookDisableAfter };
+
+  const boss = new PgBoss({
+    connectionString: options.connectionString, max: 4, application_name: 'partner-api-webhooks',
+    schedule: false, supervise: true, migrate: true,
+    // The delivery rows are the record; finished jobs need not linger.
+    archiveCompletedAfterSeconds: 3600, deleteAfterDays: 1,
+  });
+  boss.on('error', (error) => log.warn({ err: error }, 'webhooks : erreur de la file pg-boss'));
+  await boss.start();
+  await boss.createQueue(deliveryQueue, { name: deliveryQueue, ...deliveryQueueOptions });
+
+  const deliver = async (delivery: ClaimedDelivery) => {
+    const timestamp = Math.floor(Date.now() / 1000);
+    const outcome = await postWebhook({
+      url: delivery.url,
+      body: delivery.body,
+      timeoutMs: config.webhookTimeoutMs,
+      allowInsecure: config.webhookAllowInsecure,
+      headers: {
+        'Content-Type': 'application/json',
+        'User-Agent': 'partner-api-webhooks/1.1',
+        'X-Service-Event': delivery.event_type,
+        'X-Service-Delivery': delivery.id,
+        'X-Service-Signature': signatureHeader(delivery.secrets, timestamp, delivery.body),
+      },
+    });
+    return { delivery, outcome };
+  };
+
+  const workerIds: string[] = [];
+  const handle = (workerId: () => string) => async (jobs: PgBoss.Job<DeliveryJob>[]) => {
+    const claimed = await claimDeliveries(db, [...new Set(jobs.map((job) => job.data.deliveryId))], leaseSeconds);
+    const attempts = await Promise.all(claimed.map(deliver));
+    await recordAttempts(db, attempts, policy);
+    // A full batch means more is waiting: fetch again now instead of after the polling interval.
+    if (jobs.length === batchSize) boss.notifyWorker(workerId());
+  };
+  for (let i = 0; i < (options.workers ?? 4); i += 1) {
+    let id = '';
+    id = await boss.work<DeliveryJob>(deliveryQueue, { batchSize, pollingIntervalSeconds: 0.5 }, handle(() => id));
+    workerIds.push(id);
+  }
+  const wakeAll = () => workerIds.forEach((id) => boss.notifyWorker(id));
+
+  // One connection LISTENs for committed deliveries; if it drops, polling still delivers.
+  let listener: pg.Client | null = null;
+  let stopped = false;
+  const listen = async () => {
+    const client = new pg.Client({ connectionString: options.connectionString, application_name: 'partner-api-webhooks-listen' });
+    client.on('notification', wakeAll);
+    client.on('error', (error) => {
+      log.warn({ err: error }, 'webhooks : écoute des notifications interrompue');
+      listener = null;
+      client.end().catch(() => undefined);
+      if (!stopped) setTimeout(() => void listen().catch(() => undefined), 5_000).unref();
+    });
+    await client.connect();
+    await client.query(`listen ${deliveryChannel}`);
+    if (stopped) await client.end();
+    else listener = client;
+  };
+  await listen();
+
+  const sweeper = setInterval(() => {
+    requeueOverdueDeliveries(db, { graceSeconds: sweepGraceSeconds, limit: 1000 })
+      .then((count) => { if (count > 0) log.info({ count }, 'webhooks : livraisons en retard remises en file'); })
+      .catch((error) => log.warn({ err: error }, 'webhooks : balayage des livraisons en retard'));
+  }, sweepEveryMs);
+  sweeper.unref();
+
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(sweeper);
+      await listener?.end().catch(() => undefined);
+      // Attempts in flight finish (and are recorded) before the connections close.
+      await boss.stop({ graceful: true, wait: true, timeout: config.webhookTimeoutMs + 5_000 });
+    },
+  };
+}

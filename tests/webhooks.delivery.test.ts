@@ -1,0 +1,153 @@
+import { sql } from 'kysely';
+import Stripe from 'stripe';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { recordEvent } from '../db/events';
+import { createEndpoint, disableEndpoint, enableEndpoint, findEndpoint, listDeliveries, queuePing, replayDelivery, rotateEndpointSecret } from '../db/webhooks';
+import type { Config } from '../src/config';
+import { generateWebhookSecret } from '../src/webhooks/signature';
+import { verifyWebhook } from '../src/webhooks/verify';
+import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
+import { testConfig } from './support/app';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { createOrgWithKeys } from './support/factories';
+import { eventually, startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+
+let database: TestDatabase;
+let orgId: string;
+const running: { worker?: WebhookDelivery; receiver?: WebhookReceiver } = {};
+const stripe = new Stripe('sk_test_unused');
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  orgId = (await createOrgWithKeys(database.db)).orgId;
+});
+afterEach(async () => {
+  await running.worker?.stop();
+  await running.receiver?.close();
+  delete running.worker;
+  delete running.receiver;
+});
+afterAll(async () => {
+  await database.drop();
+});
+
+/** A worker on the test database, with a schedule in seconds. */
+async function startWorker(overrides: Partial<Config> = {}) {
+  running.worker = await startWebhookDelivery({
+    connectionString: database.url, db: database.db,
+    config: testConfig({ webhookAllowInsecure: true, webhookRetryDelaysSeconds: [1, 1, 1, 1, 1], webhookTimeoutMs: 2000, ...overrides }),
+  });
+  return running.worker;
+}
+
+async function startReceiver(reply?: WebhookReceiver['reply']) {
+  running.receiver = await startWebhookReceiver(reply);
+  return running.receiver;
+}
+
+async function newEndpoint(url: string, eventTypes = ['learner.enrolled', 'quiz.completed']) {
+  const secret = generateWebhookSecret();
+  const endpoint = await createEndpoint(database.db, { orgId, url, secret, eventTypes });
+  return { ...endpoint, secret };
+}
+
+const learner = { user_id: '0f8c2d4e-6a1b-4c3d-8e9f-1a2b3c4d5e6f', email: 'claire.martin@exemple.fr', name: 'Claire Martin' };
+const enrolled = (email = learner.email) => ({ orgId, type: 'learner.enrolled' as const, data: { learner: { ...learner, email }, status: 'active', programmes: [] } });
+
+async function deliveriesOf(endpointId: string) {
+  return listDeliveries(database.db, endpointId, { limit: 1000 });
+}
+
+describe('a delivery', () => {
+  it('is a signed JSON POST with the event, delivery and signature headers', async () => {
+    await startWorker();
+    const receiver = await startReceiver();
+    const endpoint = await newEndpoint(receiver.url);
+    const event = await recordEvent(database.db, enrolled());
+    await receiver.waitFor((r) => r.length === 1);
+    const [request] = receiver.received;
+
+    expect(request!.headers['content-type']).toBe('application/json');
+    expect(request!.headers['x-service-event']).toBe('learner.enrolled');
+    const [delivery] = await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.status === 'delivered');
+    expect(request!.headers['x-service-delivery']).toBe(delivery!.id);
+    expect(request!.rawBody).toBe(event.body);
+    const body = JSON.parse(request!.rawBody);
+    expect(body).toEqual({ id: event.id, type: 'learner.enrolled', created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+0[12]:00$/), data: enrolled().data });
+
+    const header = String(request!.headers['x-service-signature']);
+    expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(verifyWebhook(request!.rawBody, header, endpoint.secret).id).toBe(event.id);
+    expect(() => verifyWebhook(request!.rawBody, header, generateWebhookSecret())).toThrow(/no signature matches/);
+    // An independent implementation of the same scheme agrees.
+    expect(stripe.webhooks.constructEvent(request!.rawBody, header, endpoint.secret).id).toBe(event.id);
+
+    expect(delivery!.attempts).toEqual([expect.objectContaining({ status_code: 200, succeeded: true, error: null, response_excerpt: 'ok' })]);
+  });
+
+  it('goes only to enabled endpoints of the organisation subscribed to the type', async () => {
+    await startWorker();
+    const receiver = await startReceiver();
+    const subscribed = await newEndpoint(`${receiver.url}?a`, ['learner.enrolled']);
+    const other = await newEndpoint(`${receiver.url}?b`, ['quiz.completed']);
+    const disabled = await newEndpoint(`${receiver.url}?c`, ['learner.enrolled']);
+    await disableEndpoint(database.db, disabled.id);
+    const otherOrg = await createOrgWithKeys(database.db, { name: 'Autre' });
+    const foreign = await createEndpoint(database.db, { orgId: otherOrg.orgId, url: `${receiver.url}?d`, secret: generateWebhookSecret(), eventTypes: ['learner.enrolled'] });
+
+    await recordEvent(database.db, enrolled('a@exemple.fr'));
+    await receiver.waitFor((r) => r.length >= 1);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(receiver.received).toHaveLength(1);
+    expect((await deliveriesOf(subscribed.id))).toHaveLength(1);
+    for (const endpoint of [other, disabled, foreign]) expect(await deliveriesOf(endpoint.id)).toEqual([]);
+  });
+});
+
+describe('retries', () => {
+  it('follow the schedule with the same delivery id and the same bytes, until a 2xx', async () => {
+    await startWorker({ webhookRetryDelaysSeconds: [1, 2, 1, 1, 1] });
+    const receiver = await startReceiver((_request, index) => ({ status: index < 2 ? 503 : 204, body: index < 2 ? 'indisponible' : '' }));
+    const endpoint = await newEndpoint(receiver.url);
+    await recordEvent(database.db, enrolled());
+    await receiver.waitFor((r) => r.length === 3);
+    const [first, second, third] = receiver.received;
+    expect(new Set(receiver.received.map((r) => r.deliveryId)).size).toBe(1);
+    expect(new Set(receiver.received.map((r) => r.rawBody)).size).toBe(1);
+    // Not before the planned delays (1 s, then 2 s).
+    expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(1000);
+    expect(third!.receivedAt - second!.receivedAt).toBeGreaterThanOrEqual(2000);
+
+    const [delivery] = await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.status === 'delivered');
+    expect(delivery!.attempt_count).toBe(3);
+    expect(delivery!.attempts.map((a) => [a.status_code, a.succeeded, a.error])).toEqual([
+      [503, false, 'réponse HTTP 503'], [503, false, 'réponse HTTP 503'], [204, true, null],
+    ]);
+    expect(delivery!.attempts[0]!.response_excerpt).toBe('indisponible');
+    expect((await findEndpoint(database.db, endpoint.id))!.consecutive_failures).toBe(0);
+  });
+
+  it('stop after the 6th failure: the delivery is dead', async () => {
+    await startWorker({ webhookRetryDelaysSeconds: [0.2, 0.2, 0.2, 0.2, 0.2] });
+    const receiver = await startReceiver(() => ({ status: 500 }));
+    const endpoint = await newEndpoint(receiver.url);
+    await recordEvent(database.db, enrolled());
+    const [delivery] = await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.status === 'dead');
+    expect(delivery!.attempt_count).toBe(6);
+    expect(delivery!.attempts).toHaveLength(6);
+    expect(delivery!.dead_at).not.toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(receiver.received).toHaveLength(6);
+  });
+
+  it('count a reply slower than the timeout as a failure', async () => {
+    await startWorker({ webhookTimeoutMs: 300, webhookRetryDelaysSeconds: [0.2, 0.2, 0.2, 0.2, 0.2] });
+    const receiver = await startReceiver((_request, index) => ({ status: 200, delayMs: index === 0 ? 1500 : 0 }));
+    const endpoint = await newEndpoint(receiver.url);
+    await recordEvent(database.db, enrolled());
+    const [delivery] = await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.status === 'delivered');
+    expect(delivery!.attempts.map((a) => [a.status_code, a.succeeded])).toEqual([[null, false], [200, true]]);
+    expect(delivery!.attempts[0]!.error).toBe('délai de réponse dépassé (300 ms)');
+    expect(delivery!.attempts[0]!.duration_ms).toBeLessThan(1500);
+  });
+});
