@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
 import { createHandlers } from '../handlers';
 import { createAuthenticator, createSecurityHandlers } from './auth';
+import { conditionalJson } from './conditional-requests';
 import type { Config } from './config';
 import type { DB } from './database';
 import { installErrorHandler } from './error-handler';
@@ -59,6 +60,7 @@ export async function buildApp({ config, db, logStream }: AppDependencies): Prom
   const handlers = createHandlers({ db, config });
   await app.register(async (api) => {
     api.addHook('onRequest', createAuthenticator(db, config.rateLimitPerMinute, requiredScopesByRoute(document, apiPrefix)));
+    api.addHook('onSend', conditionalJson);
     // Types the document names only for responses: a request body of that type is refused (415).
     api.addContentTypeParser(['application/pdf', 'text/csv'], (_request, _body, done) =>
       done(Object.assign(new Error('type de contenu non pris en charge'), { statusCode: 415 }), undefined));

@@ -27,12 +27,25 @@ function formatParisDate(date: Date): string {
   return new Intl.DateTimeFormat('fr-FR', { timeZone: 'Europe/Paris', dateStyle: 'long' }).format(date);
 }
 
+/**
+ * The budget as headers: the spec's X-RateLimit-* and the IETF fields (draft-ietf-httpapi-
+ * ratelimit-headers): `RateLimit-Policy: "par-cle";q=120;w=60`, `RateLimit: "par-cle";r=..;t=..`.
+ */
+export function rateLimitHeaders(limit: number, remaining: number, resetSeconds: number): Record<string, string | number> {
+  return {
+    'X-RateLimit-Limit': limit,
+    'X-RateLimit-Remaining': remaining,
+    'RateLimit-Policy': `"par-cle";q=${limit};w=${rateLimitWindowSeconds}`,
+    RateLimit: `"par-cle";r=${remaining};t=${resetSeconds}`,
+  };
+}
+
 function tooManyRequests(retryAfterSeconds: number, limit: number): ApiError {
   return new ApiError(
     'rate_limited',
     `Trop de requêtes : la limite est de ${limit} requêtes par ${rateLimitWindowSeconds} secondes. Réessayez dans ${retryAfterSeconds} s.`,
     { retry_after: retryAfterSeconds },
-    { 'Retry-After': retryAfterSeconds, 'X-RateLimit-Limit': limit, 'X-RateLimit-Remaining': 0 },
+    { 'Retry-After': retryAfterSeconds, ...rateLimitHeaders(limit, 0, retryAfterSeconds) },
   );
 }
 
@@ -64,8 +77,7 @@ export function createAuthenticator(db: DB, requestsPerWindow: number, requiredS
     }
     const hits = key.hits!;
     if (hits > requestsPerWindow) throw tooManyRequests(key.windowResetSeconds, requestsPerWindow);
-    reply.header('X-RateLimit-Limit', requestsPerWindow);
-    reply.header('X-RateLimit-Remaining', requestsPerWindow - hits);
+    reply.headers(rateLimitHeaders(requestsPerWindow, requestsPerWindow - hits, key.windowResetSeconds));
     request.caller = { keyId: key.id, orgId: key.orgId, orgName: key.orgName, scopes: key.scopes };
     // Scopes are checked here too, before validation: a read key learns nothing from a 400.
     assertScopes(request.caller, requiredScopes.get(`${request.method} ${request.routeOptions.url}`) ?? []);

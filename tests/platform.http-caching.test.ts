@@ -1,0 +1,59 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, buildTestApp } from './support/app';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { addLearner, createOrgWithKeys } from './support/factories';
+
+let database: TestDatabase;
+let app: FastifyInstance;
+let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  app = await buildTestApp(database.db);
+  org = await createOrgWithKeys(database.db);
+  await addLearner(database.db, org.orgId, { email: 'anne@exemple.fr', at: '2026-02-01 10:00' });
+});
+afterAll(async () => {
+  await app.close();
+  await database.drop();
+});
+
+const get = (url: string, headers: Record<string, string> = {}) =>
+  app.inject({ method: 'GET', url, headers: { ...bearer(org.readKey), ...headers } });
+
+describe('conditional requests for polling', () => {
+  it('gives list and summary responses an ETag, and 304 for If-None-Match with the current one', async () => {
+    for (const url of ['/v1/users', '/v1/summary', '/v1/users?limit=1&offset=0']) {
+      const first = await get(url);
+      const etag = first.headers.etag as string;
+      expect(etag, url).toMatch(/^W\/"[\w-]+"$/);
+      const again = await get(url, { 'if-none-match': etag });
+      expect(again.statusCode, url).toBe(304);
+      expect(again.body).toBe('');
+      expect(again.headers['x-ratelimit-remaining']).toBeDefined();
+      expect((await get(url, { 'if-none-match': 'W/"autre", ' + etag })).statusCode).toBe(304);
+      expect((await get(url, { 'if-none-match': 'W/"perime"' })).statusCode).toBe(200);
+    }
+  });
+
+  it('changes the ETag when the data changes, not when only generated_at does', async () => {
+    const before = (await get('/v1/users')).headers.etag;
+    expect((await get('/v1/users')).headers.etag).toBe(before);
+    await addLearner(database.db, org.orgId, { email: 'basile@exemple.fr', at: '2026-03-01 10:00' });
+    const after = await get('/v1/users', { 'if-none-match': before as string });
+    expect(after.statusCode).toBe(200);
+    expect(after.headers.etag).not.toBe(before);
+  });
+
+  it('sends the IETF RateLimit fields beside X-RateLimit-*, consistent with them', async () => {
+    const response = await get('/v1/summary');
+    const remaining = Number(response.headers['x-ratelimit-remaining']);
+    expect(response.headers['ratelimit-policy']).toBe('"par-cle";q=120;w=60');
+    const match = /^"par-cle";r=(\d+);t=(\d+)$/.exec(response.headers.ratelimit as string);
+    expect(match).not.toBeNull();
+    expect(Number(match![1])).toBe(remaining);
+    expect(Number(match![2])).toBeGreaterThanOrEqual(1);
+    expect(Number(match![2])).toBeLessThanOrEqual(60);
+  });
+});
