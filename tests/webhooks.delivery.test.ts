@@ -151,3 +151,133 @@ describe('retries', () => {
     expect(delivery!.attempts[0]!.duration_ms).toBeLessThan(1500);
   });
 });
+
+describe('an endpoint', () => {
+  it('is disabled by consecutive failures, keeps its pending deliveries, and resumes them when enabled again', async () => {
+    await startWorker({ webhookDisableAfter: 3, webhookRetryDelaysSeconds: [0.2, 0.2, 0.2, 0.2, 0.2] });
+    let healthy = false;
+    const receiver = await startReceiver(() => ({ status: healthy ? 200 : 500 }));
+    const endpoint = await newEndpoint(receiver.url);
+    await recordEvent(database.db, enrolled('un@exemple.fr'));
+    await recordEvent(database.db, enrolled('deux@exemple.fr'));
+
+    const disabled = await eventually(() => findEndpoint(database.db, endpoint.id), (e) => e!.enabled === false);
+    expect(disabled).toMatchObject({ disabled_reason: 'failures', disabled_at: expect.any(Date) });
+    // Attempts of one batch may land together: the count reaches the threshold, or passes it.
+    expect(disabled!.consecutive_failures).toBeGreaterThanOrEqual(3);
+    // Nothing more is attempted while it is disabled; the deliveries wait, pending.
+    const attemptsWhenDisabled = receiver.received.length;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(receiver.received).toHaveLength(attemptsWhenDisabled);
+    expect((await deliveriesOf(endpoint.id)).map((d) => d.status)).toEqual(['pending', 'pending']);
+    // An event while disabled gets no delivery for it.
+    await recordEvent(database.db, enrolled('trois@exemple.fr'));
+    expect(await deliveriesOf(endpoint.id)).toHaveLength(2);
+
+    healthy = true;
+    const enabled = await enableEndpoint(database.db, endpoint.id);
+    expect(enabled).toMatchObject({ enabled: true, consecutive_failures: 0, disabled_reason: null, resumed_deliveries: 2 });
+    const deliveries = await eventually(() => deliveriesOf(endpoint.id), (d) => d.every((x) => x.status === 'delivered'));
+    expect(deliveries.map((d) => d.attempts.at(-1)!.succeeded)).toEqual([true, true]);
+  });
+
+  it('gets its failure count reset by a success', async () => {
+    await startWorker({ webhookDisableAfter: 3, webhookRetryDelaysSeconds: [0.2, 0.2, 0.2, 0.2, 0.2] });
+    const receiver = await startReceiver((_request, index) => ({ status: index % 2 === 0 ? 500 : 200 }));
+    const endpoint = await newEndpoint(receiver.url);
+    // One event at a time: each fails once, then succeeds on its retry.
+    for (const [i, email] of ['a@x.fr', 'b@x.fr', 'c@x.fr'].entries()) {
+      await recordEvent(database.db, enrolled(email));
+      await receiver.waitFor((r) => r.length === 2 * (i + 1));
+    }
+    await eventually(() => deliveriesOf(endpoint.id), (d) => d.length === 3 && d.every((x) => x.status === 'delivered'));
+    // Three failures in all, as many as the threshold, but never two in a row: still enabled.
+    expect(await findEndpoint(database.db, endpoint.id)).toMatchObject({ enabled: true, consecutive_failures: 0 });
+  });
+
+  it('refuses, at delivery time, a name that now resolves to a forbidden address', async () => {
+    // Created while loopback was allowed; the server now runs without that allowance.
+    await startWorker({ webhookAllowInsecure: false, webhookRetryDelaysSeconds: [0.2, 0.2, 0.2, 0.2, 0.2] });
+    const receiver = await startReceiver();
+    const port = new URL(receiver.url).port;
+    const byName = await newEndpoint(`https://localhost:${port}/hooks`);
+    const byAddress = await newEndpoint(`https://127.0.0.1:${port}/hooks`);
+    await recordEvent(database.db, enrolled());
+    for (const endpoint of [byName, byAddress]) {
+      const [delivery] = await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.attempts.length === 1);
+      expect(delivery!.attempts[0]).toMatchObject({ status_code: null, succeeded: false, error: expect.stringMatching(/^adresse refusée : .*loopback/) });
+    }
+    expect(receiver.received).toEqual([]);
+  });
+});
+
+describe('operator actions', () => {
+  it('ping: a signed ping event to this endpoint only, visible in its delivery log', async () => {
+    await startWorker();
+    const receiver = await startReceiver();
+    const endpoint = await newEndpoint(receiver.url);
+    const other = await newEndpoint(`${receiver.url}?autre`);
+    const ping = await queuePing(database.db, endpoint.id);
+    await receiver.waitFor((r) => r.length === 1);
+    const request = receiver.received[0]!;
+    expect(request.event).toBe('ping');
+    expect(request.deliveryId).toBe(ping!.deliveryId);
+    const body = verifyWebhook(request.rawBody, request.headers['x-service-signature'], endpoint.secret);
+    expect(body).toMatchObject({ id: ping!.eventId, type: 'ping', data: { learner: null, endpoint_id: endpoint.id, message: expect.any(String) } });
+    await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.status === 'delivered' && d[0].event_type === 'ping');
+    expect(await deliveriesOf(other.id)).toEqual([]);
+  });
+
+  it('replay: a delivered or dead delivery goes again with the same id and body', async () => {
+    await startWorker({ webhookRetryDelaysSeconds: [0.1, 0.1, 0.1, 0.1, 0.1] });
+    let status = 200;
+    const receiver = await startReceiver(() => ({ status }));
+    const endpoint = await newEndpoint(receiver.url);
+    await recordEvent(database.db, enrolled());
+    const [delivered] = await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.status === 'delivered');
+    expect(await replayDelivery(database.db, delivered!.id)).toEqual({ id: delivered!.id, replayed: true, status: 'pending' });
+    await receiver.waitFor((r) => r.length === 2);
+    expect(receiver.received[1]!.deliveryId).toBe(delivered!.id);
+    expect(receiver.received[1]!.rawBody).toBe(receiver.received[0]!.rawBody);
+
+    status = 500;
+    await recordEvent(database.db, enrolled('autre@exemple.fr'));
+    const dead = await eventually(() => deliveriesOf(endpoint.id), (d) => d.some((x) => x.status === 'dead'));
+    const deadOne = dead.find((d) => d.status === 'dead')!;
+    status = 200;
+    await replayDelivery(database.db, deadOne.id);
+    const after = await eventually(() => deliveriesOf(endpoint.id), (d) => d.find((x) => x.id === deadOne.id)!.status === 'delivered');
+    const replayed = after.find((d) => d.id === deadOne.id)!;
+    expect(replayed).toMatchObject({ attempt_count: 1, replay_count: 1, dead_at: null });
+    expect(replayed.attempts).toHaveLength(7);
+    // A pending delivery is not replayed (it is already on its way).
+    await sql`update webhook_deliveries set status = 'pending', next_attempt_at = now() + interval '1 hour' where id = ${deadOne.id}`.execute(database.db);
+    expect(await replayDelivery(database.db, deadOne.id)).toMatchObject({ replayed: false, status: 'pending' });
+  });
+
+  it('rotate-secret: both secrets sign for 24 hours, then only the new one', async () => {
+    await startWorker();
+    const receiver = await startReceiver();
+    const endpoint = await newEndpoint(receiver.url);
+    const newSecret = generateWebhookSecret();
+    const rotated = await rotateEndpointSecret(database.db, endpoint.id, newSecret);
+    expect(rotated!.previous_secret_expires_at!.getTime() - Date.now()).toBeGreaterThan(23.9 * 3600 * 1000);
+    await recordEvent(database.db, enrolled());
+    await receiver.waitFor((r) => r.length === 1);
+    const during = receiver.received[0]!;
+    const header = String(during.headers['x-service-signature']);
+    expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    for (const secret of [endpoint.secret, newSecret]) {
+      expect(verifyWebhook(during.rawBody, header, secret).type).toBe('learner.enrolled');
+      expect(stripe.webhooks.constructEvent(during.rawBody, header, secret).type).toBe('learner.enrolled');
+    }
+
+    await sql`update webhook_endpoints set previous_secret_expires_at = now() - interval '1 second' where id = ${endpoint.id}`.execute(database.db);
+    await recordEvent(database.db, enrolled('apres@exemple.fr'));
+    await receiver.waitFor((r) => r.length === 2);
+    const after = receiver.received[1]!;
+    expect(String(after.headers['x-service-signature'])).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(verifyWebhook(after.rawBody, after.headers['x-service-signature'], newSecret).type).toBe('learner.enrolled');
+    expect(() => verifyWebhook(after.rawBody, after.headers['x-service-signature'], endpoint.secret)).toThrow();
+  });
+});
