@@ -54,7 +54,9 @@ export async function buildApp({ config, db, logStream }: AppDependencies): Prom
   // The document and its docs page need no key.
   app.get(`${apiPrefix}/openapi.yaml`, async (_request, reply) => reply.type('application/yaml; charset=utf-8').send(openapiText));
   app.get(`${apiPrefix}/openapi.json`, async (_request, reply) => reply.type('application/json; charset=utf-8').send(document));
-  await app.register(swagger, { mode: 'static', specification: { document: structuredClone(document) as never } });
+  // The docs page's "Try it out" calls the server that serves it, whatever its host and port.
+  const docsDocument = { ...structuredClone(document), servers: [{ url: apiPrefix, description: 'ce serveur' }, ...(document.servers ?? [])] };
+  await app.register(swagger, { mode: 'static', specification: { document: docsDocument as never } });
   await app.register(swaggerUi, { routePrefix: `${apiPrefix}/docs` });
 
   const handlers = createHandlers({ db, config });
