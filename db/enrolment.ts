@@ -56,6 +56,14 @@ export class InsufficientLicences extends Error {
   }
 }
 
+/** Two-key advisory locks: a key space apart from the one-key locks pg-boss takes. */
+const atomicPickLockNamespace = 0x656e72;
+
+/** Waits for the organisation's turn to pick licences for an atomic batch; held until the transaction ends. */
+export async function takeAtomicPickingTurn(trx: DB, orgId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(${atomicPickLockNamespace}, hashtext(${orgId}))`.execute(trx);
+}
+
 interface AccountRow {
   id: string;
   email: string;
@@ -144,6 +152,10 @@ export async function enrolLearners(
     });
     if (newMembers.length === 0) return;
 
+    // Two atomic batches that skipped each other's locked licences could both come up short and
+    // both be refused; atomic batches of one organisation therefore pick their licences in turn.
+    // Single and best-effort enrolments use every licence they lock, so they need no turn.
+    if (atomic) await takeAtomicPickingTurn(trx, orgId);
     // 'standard' sorts before 'tutorat': the index order is also the preference order.
     const licences = await sql<{ id: string; type: LicenceType }>`
       select id, type from licences
