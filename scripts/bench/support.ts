@@ -1,5 +1,4 @@
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -8,18 +7,9 @@ import { migrateToLatest } from '../../db/migrate';
 import { createDb, type DB } from '../../src/database';
 import { startEmbeddedPostgres } from '../../src/embedded-postgres';
 
+export { freePort } from '../../tests/support/ports';
 export { startServerProcess } from '../../tests/support/server-process';
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from '../../tests/support/ports';
 
 export interface BenchDatabase {
   db: DB;

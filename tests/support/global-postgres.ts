@@ -1,5 +1,4 @@
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -7,23 +6,13 @@ import type { TestProject } from 'vitest/node';
 import { migrateToLatest } from '../../db/migrate';
 import { createDb } from '../../src/database';
 import { startEmbeddedPostgres } from '../../src/embedded-postgres';
+import { freePort } from './ports';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     postgresServerUrl: string;
     templateDatabase: string;
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

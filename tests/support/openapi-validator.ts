@@ -1,0 +1,57 @@
+import type { ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { loadOpenapiDocument } from '../../src/openapi-document';
+
+/**
+ * Validates real bodies against openapi.yaml with Ajv 2020 (the JSON Schema of OpenAPI 3.1), for
+ * the places where Prism's own validation falls short. The whole document is registered once, so
+ * every `$ref` resolves exactly as an integrator's tools resolve it.
+ */
+const document = loadOpenapiDocument();
+const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
+addFormats(ajv);
+ajv.addSchema(document, 'openapi.yaml');
+const compiled = new Map<string, ValidateFunction>();
+
+const escape = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1');
+
+function deref(node: any): any {
+  while (node && typeof node === 'object' && typeof node.$ref === 'string') {
+    node = node.$ref.replace(/^#\//, '').split('/').reduce((at: any, part: string) => at[part.replace(/~1/g, '/').replace(/~0/g, '~')], document);
+  }
+  return node;
+}
+
+/** The JSON pointer of the schema documented for an operation's response, or null if none. */
+export function responseSchemaPointer(path: string, method: string, status: number, mediaType = 'application/json'): string | null {
+  const operation = document.paths?.[path]?.[method.toLowerCase()];
+  if (!operation) throw new Error(`opération inconnue du document : ${method} ${path}`);
+  const responses = operation.responses ?? {};
+  const code = String(status) in responses ? String(status) : `${String(status)[0]}XX` in responses ? `${String(status)[0]}XX` : 'default';
+  const response = deref(responses[code]);
+  if (!response?.content?.[mediaType]?.schema) return null;
+  // Follow the response's own $ref, if any, so the pointer lands on a schema Ajv can compile.
+  const responseRef: string | undefined = responses[code]?.$ref;
+  const base = responseRef ? responseRef : `#/paths/${escape(path)}/${method.toLowerCase()}/responses/${code}`;
+  return `openapi.yaml${base}/content/${escape(mediaType)}/schema`;
+}
+
+/** The Ajv errors of a body against its documented schema (empty: valid). */
+export function responseErrors(path: string, method: string, status: number, body: unknown, mediaType = 'application/json'): string[] {
+  const pointer = responseSchemaPointer(path, method, status, mediaType);
+  if (pointer === null) return [`aucun schéma documenté pour ${method} ${path} ${status} ${mediaType}`];
+  let validate = compiled.get(pointer);
+  if (!validate) {
+    validate = ajv.getSchema(pointer);
+    if (!validate) throw new Error(`schéma introuvable : ${pointer}`);
+    compiled.set(pointer, validate);
+  }
+  return validate(body) ? [] : (validate.errors ?? []).map((error) => `${error.instancePath || '/'} ${error.message}`);
+}
+
+/** The documented header names of a response (lower case). */
+export function documentedHeaders(path: string, method: string, status: number): string[] {
+  const response = deref(document.paths[path][method.toLowerCase()].responses[String(status)]);
+  return Object.keys(response?.headers ?? {}).map((name) => name.toLowerCase());
+}
