@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, buildTestApp } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner, addLicences, createOrgWithKeys } from './support/factories';
+import { responseErrors } from './support/openapi-validator';
 import { learnerEmails, licenceInvariants, writtenState } from './enrolment.helpers';
 
 let database: TestDatabase;
@@ -26,8 +27,12 @@ async function newOrg(licences: { standard?: number; tutorat?: number }, domains
   return org;
 }
 
-const enrol = (org: Org, payload: unknown, key = org.writeKey) =>
-  app.inject({ method: 'POST', url: '/v1/users', headers: bearer(key), payload: payload as never });
+/** POST /users through the real server; every answer must match what openapi.yaml documents for it. */
+async function enrol(org: Org, payload: unknown, key = org.writeKey) {
+  const response = await app.inject({ method: 'POST', url: '/v1/users', headers: bearer(key), payload: payload as never });
+  expect(responseErrors('/users', 'POST', response.statusCode, response.json())).toEqual([]);
+  return response;
+}
 
 async function expectRefused(org: Org, payload: unknown, status: number, message: RegExp) {
   const before = await writtenState(database.db, org.orgId);

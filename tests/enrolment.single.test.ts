@@ -4,6 +4,7 @@ import { formatParisDate } from '../src/paris-time';
 import { bearer, buildTestApp } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner, addLicences, createOrgWithKeys } from './support/factories';
+import { responseErrors } from './support/openapi-validator';
 import { writtenState } from './enrolment.helpers';
 
 let database: TestDatabase;
@@ -27,8 +28,12 @@ async function newOrg(licences: { standard?: number; tutorat?: number } = { stan
   return org;
 }
 
-const enrol = (org: Org, payload: unknown, key = org.writeKey) =>
-  app.inject({ method: 'POST', url: '/v1/users', headers: bearer(key), payload: payload as never });
+/** POST /users through the real server; every answer must match what openapi.yaml documents for it. */
+async function enrol(org: Org, payload: unknown, key = org.writeKey) {
+  const response = await app.inject({ method: 'POST', url: '/v1/users', headers: bearer(key), payload: payload as never });
+  expect(responseErrors('/users', 'POST', response.statusCode, response.json())).toEqual([]);
+  return response;
+}
 const get = (org: Org, url: string) => app.inject({ method: 'GET', url, headers: bearer(org.readKey) }).then((r) => r.json());
 
 async function addProgramme(orgId: string, slug: string) {
