@@ -1,0 +1,12 @@
+import createClient, { type Client } from 'openapi-fetch';
+import type { paths } from '../codegen/openapi';
+
+/**
+ * A typed client of the partner API, generated from openapi.yaml: every path, parameter and
+ * response body is checked by TypeScript. `npm run codegen` regenerates the types.
+ */
+export type PartnerClient = Client<paths>;
+
+export function createPartnerClient(baseUrl: string, apiKey: string): PartnerClient {
+  return createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${apiKey}` } });
+}
