@@ -1,0 +1,228 @@
+import { sql } from 'kysely';
+import type { DB } from '../src/database';
+import { parisTimestamp } from '../src/webhooks/envelope';
+import { activateOnFirstLogin } from './activation';
+import { type EventLearner, recordEvent } from './events';
+
+/**
+ * The live write paths of learner activity, each with the event it causes recorded in the same
+ * transaction: a lesson opened (`course.started` the first time in a course), a quiz completed
+ * (`quiz.completed` with its answers), a certificate issued (`programme.completed`), a satisfaction
+ * survey (`satisfaction.submitted`), a login (the first one records `learner.activated`). Given a
+ * plain connection, each opens its own transaction; given a transaction, it joins it.
+ */
+
+/** The learner is not enrolled in that programme, or the lesson is not one of the organisation's. */
+export class ActivityRefused extends Error {
+  override name = 'ActivityRefused';
+}
+
+function inTransaction<T>(db: DB, work: (trx: DB) => Promise<T>): Promise<T> {
+  return db.isTransaction ? work(db) : db.transaction().execute(work);
+}
+
+async function learnerOf(trx: DB, orgId: string, membershipId: string): Promise<EventLearner> {
+  const learner = await trx.selectFrom('memberships as m').innerJoin('accounts as a', 'a.id', 'm.account_id')
+    .select(['a.id as user_id', 'a.email', 'a.name'])
+    .where('m.id', '=', membershipId).where('m.org_id', '=', orgId)
+    .executeTakeFirst();
+  if (!learner) throw new ActivityRefused(`membership ${membershipId} is not a learner of organisation ${orgId}`);
+  return learner;
+}
+
+/**
+ * Locks the learner's enrolment in the programme: the activity of one learner in one programme is
+ * written one transaction at a time, so "the first lesson of a course" and attempt numbers hold
+ * under concurrent requests. Returns the programme as events show it.
+ */
+async function lockEnrolment(trx: DB, orgId: string, membershipId: string, programmeId: string) {
+  const enrolment = await trx.selectFrom('programme_enrolments as pe').innerJoin('programmes as p', 'p.id', 'pe.programme_id')
+    .select(['pe.id', 'p.slug', 'p.title'])
+    .where('pe.membership_id', '=', membershipId).where('pe.programme_id', '=', programmeId).where('pe.org_id', '=', orgId)
+    .forUpdate('pe')
+    .executeTakeFirst();
+  if (!enrolment) throw new ActivityRefused(`membership ${membershipId} is not enrolled in programme ${programmeId}`);
+  return { slug: enrolment.slug, title: enrolment.title };
+}
+
+async function lessonOf(trx: DB, orgId: string, lessonId: string) {
+  const lesson = await trx.selectFrom('lessons as l').innerJoin('modules as m', 'm.id', 'l.module_id')
+    .select(['l.id', 'l.programme_id', 'l.key', 'l.title', 'l.has_quiz', 'l.pass_score', 'm.title as module_title', 'm.course_id'])
+    .where('l.id', '=', lessonId).where('l.org_id', '=', orgId)
+    .executeTakeFirst();
+  if (!lesson) throw new ActivityRefused(`lesson ${lessonId} is not one of organisation ${orgId}`);
+  return lesson;
+}
+
+/**
+ * A learner opens a lesson (and spends `activeSeconds` on it from `openedAt`): the lesson's progress
+ * (viewed, one more visit, time), the course activity interval, and `course.started` when it is the
+ * first lesson the learner opens in that course.
+ */
+export async function openLesson(db: DB, visit: {
+  orgId: string; membershipId: string; lessonId: string; openedAt: Date; activeSeconds: number;
+}): Promise<{ courseStarted: boolean; eventId: string | null }> {
+  return inTransaction(db, async (trx) => {
+    const lesson = await lessonOf(trx, visit.orgId, visit.lessonId);
+    const programme = await lockEnrolment(trx, visit.orgId, visit.membershipId, lesson.programme_id);
+    const before = await trx.selectFrom('lesson_progress as lp').innerJoin('lessons as l', 'l.id', 'lp.lesson_id')
+      .innerJoin('modules as m', 'm.id', 'l.module_id')
+      .select(sql<boolean>`true`.as('seen'))
+      .where('lp.membership_id', '=', visit.membershipId).where('m.course_id', '=', lesson.course_id)
+      .limit(1).executeTakeFirst();
+    const leftAt = new Date(visit.openedAt.getTime() + visit.activeSeconds * 1000);
+    await trx.insertInto('lesson_progress')
+      .values({
+        org_id: visit.orgId, membership_id: visit.membershipId, programme_id: lesson.programme_id, lesson_id: lesson.id,
+        viewed: true, visits: 1, active_seconds: visit.activeSeconds, first_visit_at: visit.openedAt, last_visit_at: visit.openedAt,
+      })
+      .onConflict((c) => c.columns(['membership_id', 'lesson_id']).doUpdateSet({
+        viewed: true,
+        visits: sql`lesson_progress.visits + 1`,
+        active_seconds: sql`lesson_progress.active_seconds + excluded.active_seconds`,
+        first_visit_at: sql`least(lesson_progress.first_visit_at, excluded.first_visit_at)`,
+        last_visit_at: sql`greatest(lesson_progress.last_visit_at, excluded.last_visit_at)`,
+      }))
+      .execute();
+    if (visit.activeSeconds > 0) {
+      await trx.insertInto('activity_intervals').values({
+        org_id: visit.orgId, membership_id: visit.membershipId, kind: 'cours', started_at: visit.openedAt, ended_at: leftAt,
+        programme_id: lesson.programme_id, lesson_id: lesson.id, attendance_id: null,
+      }).execute();
+    }
+    if (before) return { courseStarted: false, eventId: null };
+    const event = await recordEvent(trx, {
+      orgId: visit.orgId, type: 'course.started',
+      data: {
+        learner: await learnerOf(trx, visit.orgId, visit.membershipId), course_id: lesson.course_id, programme,
+        first_started_at: parisTimestamp(visit.openedAt),
+      },
+    });
+    return { courseStarted: true, eventId: event.id };
+  });
+}
+
+/**
+ * A learner completes the quiz of a lesson: a numbered attempt, its answers, its score (share of
+ * correct answers, /100) and verdict (the lesson's pass score), and `quiz.completed` with every answer.
+ */
+export async function completeQuiz(db: DB, attempt: {
+  orgId: string; membershipId: string; lessonId: string; completedAt: Date;
+  answers: { questionId: string; chosenOption: string; answeredAt: Date }[];
+}) {
+  return inTransaction(db, async (trx) => {
+    const lesson = await lessonOf(trx, attempt.orgId, attempt.lessonId);
+    if (!lesson.has_quiz) throw new ActivityRefused(`lesson ${lesson.key} has no quiz`);
+    const programme = await lockEnrolment(trx, attempt.orgId, attempt.membershipId, lesson.programme_id);
+    const questions = await trx.selectFrom('quiz_questions').select(['id', 'position', 'wording', 'options', 'correct_option'])
+      .where('lesson_id', '=', lesson.id).orderBy('position').execute();
+    const chosen = new Map(attempt.answers.map((answer) => [answer.questionId, answer]));
+    const answered = questions.filter((question) => chosen.has(question.id)).map((question) => {
+      const answer = chosen.get(question.id)!;
+      if (!question.options.includes(answer.chosenOption)) throw new ActivityRefused(`« ${answer.chosenOption} » is not an option of question ${question.id}`);
+      return { question, answer, isCorrect: answer.chosenOption === question.correct_option };
+    });
+    if (answered.length !== attempt.answers.length || answered.length === 0) throw new ActivityRefused('answers must name questions of this quiz');
+
+    const { previous } = await trx.selectFrom('quiz_attempts').select(sql<number>`coalesce(max(attempt_no), 0)::int`.as('previous'))
+      .where('membership_id', '=', attempt.membershipId).where('lesson_id', '=', lesson.id).executeTakeFirstOrThrow();
+    const attemptNo = previous + 1;
+    const score = Math.round((100 * answered.filter((a) => a.isCorrect).length) / questions.length);
+    const passed = score >= lesson.pass_score;
+    const { id: attemptId } = await trx.insertInto('quiz_attempts').values({
+      org_id: attempt.orgId, membership_id: attempt.membershipId, programme_id: lesson.programme_id, lesson_id: lesson.id,
+      attempt_no: attemptNo, score, passed, completed_at: attempt.completedAt,
+    }).returning('id').executeTakeFirstOrThrow();
+    await trx.insertInto('quiz_answers').values(answered.map(({ question, answer, isCorrect }) => ({
+      org_id: attempt.orgId, attempt_id: attemptId, question_id: question.id, position: question.position,
+      chosen_option: answer.chosenOption, is_correct: isCorrect, answered_at: answer.answeredAt,
+    }))).execute();
+
+    const event = await recordEvent(trx, {
+      orgId: attempt.orgId, type: 'quiz.completed',
+      data: {
+        learner: await learnerOf(trx, attempt.orgId, attempt.membershipId),
+        programme,
+        lesson: { key: lesson.key, title: lesson.title, module_title: lesson.module_title, course_id: lesson.course_id },
+        attempt_number: attemptNo, score, passed, completed_at: parisTimestamp(attempt.completedAt),
+        answers: answered.map(({ question, answer, isCorrect }) => ({
+          question: question.wording, options: question.options, chosen_label: answer.chosenOption,
+          correct_label: question.correct_option, is_correct: isCorrect, attempt_no: attemptNo,
+          answered_at: parisTimestamp(answer.answeredAt),
+        })),
+      },
+    });
+    return { attemptId, attemptNo, score, passed, eventId: event.id };
+  });
+}
+
+/**
+ * The end certificate of a programme: measured hours (the learner's active time on its lessons, one
+ * decimal) and completion score (share of its lessons viewed, /100), and `programme.completed`.
+ * At most one per enrolment: a second call issues nothing and records no event.
+ */
+export async function issueCertificate(db: DB, certificate: { orgId: string; membershipId: string; programmeId: string; issuedAt: Date }) {
+  return inTransaction(db, async (trx) => {
+    const programme = await lockEnrolment(trx, certificate.orgId, certificate.membershipId, certificate.programmeId);
+    const measured = await trx.selectFrom('lessons as l')
+      .leftJoin('lesson_progress as lp', (join) => join.onRef('lp.lesson_id', '=', 'l.id').on('lp.membership_id', '=', certificate.membershipId))
+      .select([
+        sql<number>`round(coalesce(sum(lp.active_seconds), 0) / 3600.0, 1)`.as('hours'),
+        sql<number>`round(100.0 * count(*) filter (where lp.viewed) / greatest(count(*), 1))::int`.as('completionScore'),
+      ])
+      .where('l.programme_id', '=', certificate.programmeId)
+      .executeTakeFirstOrThrow();
+    const issued = await trx.insertInto('documents').values({
+      org_id: certificate.orgId, membership_id: certificate.membershipId, programme_id: certificate.programmeId,
+      type: 'Attestation', issued_at: certificate.issuedAt, hours: measured.hours, completion_score: measured.completionScore,
+    })
+      // A literal predicate, so that PostgreSQL infers the partial unique index (one certificate each).
+      .onConflict((c) => c.columns(['membership_id', 'programme_id']).where(sql<boolean>`type = 'Attestation'`).doNothing())
+      .returning(['id', 'hours', 'completion_score']).executeTakeFirst();
+    if (!issued) return { issued: false as const, eventId: null };
+    const event = await recordEvent(trx, {
+      orgId: certificate.orgId, type: 'programme.completed',
+      data: {
+        learner: await learnerOf(trx, certificate.orgId, certificate.membershipId), programme,
+        total_hours: issued.hours, completion_score: issued.completion_score,
+        attestation_issued_at: parisTimestamp(certificate.issuedAt),
+      },
+    });
+    return { issued: true as const, documentId: issued.id, eventId: event.id };
+  });
+}
+
+/** A satisfaction survey received for a programme, and `satisfaction.submitted`. */
+export async function submitSatisfaction(db: DB, survey: {
+  orgId: string; membershipId: string; programmeId: string; rating: number; nps: number; verbatim: string | null; answeredAt: Date;
+}) {
+  return inTransaction(db, async (trx) => {
+    const programme = await lockEnrolment(trx, survey.orgId, survey.membershipId, survey.programmeId);
+    const { id } = await trx.insertInto('satisfaction_surveys').values({
+      org_id: survey.orgId, membership_id: survey.membershipId, programme_id: survey.programmeId,
+      rating: survey.rating, nps: survey.nps, verbatim: survey.verbatim, answered_at: survey.answeredAt,
+    }).returning('id').executeTakeFirstOrThrow();
+    const event = await recordEvent(trx, {
+      orgId: survey.orgId, type: 'satisfaction.submitted',
+      data: {
+        learner: await learnerOf(trx, survey.orgId, survey.membershipId), programme,
+        rating: survey.rating, nps: survey.nps, verbatim: survey.verbatim, answered_at: parisTimestamp(survey.answeredAt),
+      },
+    });
+    return { surveyId: id, eventId: event.id };
+  });
+}
+
+/** A login to the app (a session from `startedAt` to `endedAt`); the first one activates the learner. */
+export async function recordLogin(db: DB, login: {
+  orgId: string; membershipId: string; startedAt: Date; endedAt: Date | null; ip: string; userAgent: string | null;
+}) {
+  return inTransaction(db, async (trx) => {
+    await learnerOf(trx, login.orgId, login.membershipId);
+    await trx.insertInto('logins').values({
+      org_id: login.orgId, membership_id: login.membershipId, started_at: login.startedAt, ended_at: login.endedAt,
+      ip: login.ip, user_agent: login.userAgent,
+    }).execute();
+    return activateOnFirstLogin(trx, { orgId: login.orgId, membershipId: login.membershipId, at: login.startedAt });
+  });
+}
