@@ -32,6 +32,9 @@ codegen-check: install ## Fail when codegen/ is stale against openapi.yaml
 typecheck: install
 	npx tsc --noEmit
 
+contract: install ## The contract suite: Prism mocks, the real server, and the server behind prism proxy --errors
+	npx vitest run tests/contract.
+
 bench: install ## Benchmarks with their targets (see scripts/bench/)
 	npx tsx scripts/bench/run.ts
 
