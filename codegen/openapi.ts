@@ -2874,6 +2874,19 @@ export interface components {
     };
     responses: {
         /**
+         * @description La réponse n'a pas changé depuis l'`ETag` envoyé dans `If-None-Match` : pas de corps. La
+         *     requête compte dans la limite de débit comme les autres.
+         */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /**
          * @description Requête invalide : paramètre de requête hors de sa règle (le message nomme le paramètre), corps
          *     de `POST /users` invalide (email manquant ou mal formé, programme inconnu, domaine non autorisé,
          *     lot vide ou de plus de 50 entrées, lot atomique avec une entrée en erreur), ou
@@ -3046,6 +3059,12 @@ export interface components {
     };
     parameters: {
         /**
+         * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+         *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+         * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+         */
+        "If-None-Match": string;
+        /**
          * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
          *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
          *     d'agrégation de lignes). Une autre valeur donne 400.
@@ -3126,6 +3145,30 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
+         * @description Politique de débit au format IETF (draft-ietf-httpapi-ratelimit-headers) : quota `q` de
+         *     requêtes par fenêtre de `w` secondes, pour cette clé.
+         * @example "par-cle";q=120;w=60
+         */
+        "RateLimit-Policy": string;
+        /**
+         * @description État du débit au format IETF : `r` requêtes restantes (comme `X-RateLimit-Remaining`) et `t`
+         *     secondes avant le renouvellement de la fenêtre.
+         * @example "par-cle";r=117;t=42
+         */
+        RateLimit: string;
+        /**
+         * @description Validateur faible de la réponse JSON (il ignore `meta.generated_at`). Renvoyez-le dans
+         *     `If-None-Match` : une réponse inchangée donne 304 sans corps.
+         * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+         */
+        ETag: string;
+        /**
+         * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+         *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+         * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+         */
+        Link: string;
+        /**
          * @description Plafond de requêtes de la fenêtre de 60 secondes pour cette clé (120).
          * @example 120
          */
@@ -3153,8 +3196,8 @@ export interface components {
          */
         "Retry-After": number;
         /**
-         * @description Méthodes acceptées sur ce chemin (`GET, POST` pour `/users`, `GET` ailleurs).
-         * @example GET
+         * @description Méthodes acceptées sur ce chemin (`GET, POST, HEAD` pour `/users`, `GET, HEAD` ailleurs).
+         * @example GET, HEAD
          */
         Allow: string;
     };
@@ -3225,7 +3268,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3236,6 +3286,10 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -3249,6 +3303,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -3319,7 +3374,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3330,6 +3392,10 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -3343,6 +3409,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -3368,6 +3435,8 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3379,6 +3448,8 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3456,7 +3527,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3467,6 +3545,9 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -3479,6 +3560,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -3549,7 +3631,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3560,6 +3649,10 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -3572,6 +3665,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -3642,7 +3736,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3653,6 +3754,10 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -3665,6 +3770,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -3735,7 +3841,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3746,6 +3859,10 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -3758,6 +3875,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -3828,7 +3946,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3839,6 +3964,10 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -3851,6 +3980,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -3921,7 +4051,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3932,6 +4069,10 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -3944,6 +4085,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -4014,7 +4156,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4025,6 +4174,10 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -4037,6 +4190,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -4107,7 +4261,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4118,6 +4279,10 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -4130,6 +4295,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -4200,7 +4366,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4211,6 +4384,10 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -4223,6 +4400,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -4293,7 +4471,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4304,6 +4489,10 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -4316,6 +4505,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -4386,7 +4576,14 @@ export interface operations {
                  */
                 programme?: components["parameters"]["programme"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                 */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4397,6 +4594,10 @@ export interface operations {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    Link: components["headers"]["Link"];
                     "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
                     [name: string]: unknown;
                 };
@@ -4409,6 +4610,7 @@ export interface operations {
                     "text/csv": components["schemas"]["CsvFile"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -4466,6 +4668,8 @@ export interface operations {
                     "Content-Disposition": components["headers"]["Content-Disposition-Pdf"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
