@@ -1,5 +1,8 @@
 import type { operations } from '../codegen/openapi';
-import { usersResource } from '../db/resources/users';
+import {
+  attendanceResource, documentsResource, enrollmentsResource, evaluationsResource, learnersResource, lessonRatingsResource, loginsResource,
+  progressResource, quizAnswersResource, satisfactionResource, tutoringRatingsResource, usersResource,
+} from '../db/resources';
 import { ApiError } from '../src/errors';
 import type { Handler, HandlerContext } from './context';
 import { createCreateUsers } from './create-users';
@@ -22,20 +25,20 @@ function notImplemented(operation: string): Handler {
  */
 export function createHandlers(context: HandlerContext) {
   return {
-    listLearners: notImplemented('listLearners'),
+    listLearners: createListHandler(learnersResource, context),
     listUsers: createListHandler(usersResource, context),
     createUsers: createCreateUsers(context),
     getSummary: createGetSummary(context),
-    listAttendance: notImplemented('listAttendance'),
-    listEvaluations: notImplemented('listEvaluations'),
-    listQuizAnswers: notImplemented('listQuizAnswers'),
-    listDocuments: notImplemented('listDocuments'),
-    listSatisfaction: notImplemented('listSatisfaction'),
-    listEnrollments: notImplemented('listEnrollments'),
-    listProgress: notImplemented('listProgress'),
-    listLogins: notImplemented('listLogins'),
-    listTutoringRatings: notImplemented('listTutoringRatings'),
-    listLessonRatings: notImplemented('listLessonRatings'),
+    listAttendance: createListHandler(attendanceResource, context),
+    listEvaluations: createListHandler(evaluationsResource, context),
+    listQuizAnswers: createListHandler(quizAnswersResource, context),
+    listDocuments: createListHandler(documentsResource, context),
+    listSatisfaction: createListHandler(satisfactionResource, context),
+    listEnrollments: createListHandler(enrollmentsResource, context),
+    listProgress: createListHandler(progressResource, context),
+    listLogins: createListHandler(loginsResource, context),
+    listTutoringRatings: createListHandler(tutoringRatingsResource, context),
+    listLessonRatings: createListHandler(lessonRatingsResource, context),
     getActivityReport: notImplemented('getActivityReport'),
     getUnknownResource,
   } satisfies Record<OperationId, Handler>;

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { findProgrammeId } from '../db/programmes';
 import type { ResourceDefinition } from '../db/resources/definition';
-import { countRows, pageRows, streamRows } from '../db/resources/list';
+import { countResourceRows, pageResourceRows, streamRows } from '../db/resources/list';
 import { csvAttachmentHeaders, csvStream } from '../src/csv';
 import { ApiError } from '../src/errors';
 import type { Handler, HandlerContext } from './context';
@@ -28,18 +28,21 @@ export function createListHandler<Row extends Record<string, unknown>>(definitio
       }
     }
     const updatedSince = definition.filtersByUpdatedSince ? query.updated_since ?? null : null;
-    const rows = definition.select(db, { orgId: request.caller.orgId, year, updatedSince, membershipId: learner?.membershipId ?? null, programmeId });
+    const filter = { orgId: request.caller.orgId, year, updatedSince, membershipId: learner?.membershipId ?? null, programmeId };
     // One learner's rows are never capped: the cap bounds organisation-wide aggregation only.
     const cap = learner ? null : config.aggregationCap;
 
     if (query.format === 'csv') {
       const fileName = `${definition.name}-${definition.filtersByYear ? year : 'tous'}.csv`;
-      return reply.headers(csvAttachmentHeaders(fileName)).send(csvStream(definition.columns, streamRows(rows, cap)));
+      return reply.headers(csvAttachmentHeaders(fileName)).send(csvStream(definition.columns, streamRows(definition.select(db, filter), cap)));
     }
 
     const limit = query.limit ?? defaultLimit;
     const offset = query.offset ?? 0;
-    const [counted, data] = await Promise.all([countRows(db, rows, cap), pageRows(rows, limit, offset, cap)]);
+    const [counted, data] = await Promise.all([
+      countResourceRows(db, definition as ResourceDefinition, filter, cap),
+      pageResourceRows(db, definition as ResourceDefinition, filter, limit, offset, cap),
+    ]);
     return {
       resource: definition.name,
       meta: buildMeta(request, { year, truncated: counted.truncated, updatedSince, learner, programme: programmeSlug }),

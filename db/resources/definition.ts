@@ -30,7 +30,25 @@ export interface ResourceDefinition<Row extends Record<string, unknown> = Record
   readonly filtersByProgramme: boolean;
   /**
    * The rows of the filter, wire-ready (French keys, rendered dates and Oui/Non), ordered by the
-   * natural date then a unique key, so that offset pagination is deterministic.
+   * natural date then a unique key, so that offset pagination is deterministic. The count replaces
+   * the select list and drops the order, so the FROM/WHERE/GROUP BY alone must define the rows (no
+   * DISTINCT in the select list); per-row lookups belong in the select list as scalar subqueries.
    */
   select(db: DB, filter: ResourceFilter): SelectQueryBuilder<Database, any, Row>;
+  /**
+   * Optional, for resources whose rows cost more to build than to find: the filter's rows as their
+   * unique keys only, in the same order and with the fewest joins. Counting reads these.
+   */
+  keys?(db: DB, filter: ResourceFilter): SelectQueryBuilder<Database, any, any>;
+  /**
+   * Optional: the rows of one window of the order, built for that window only (a deep offset then
+   * skips cheap keys, not rendered rows). Same rows, same order as `select` with limit and offset.
+   */
+  selectWindow?(db: DB, filter: ResourceFilter, window: RowWindow): SelectQueryBuilder<Database, any, Row>;
+}
+
+/** A page of a resource's order. */
+export interface RowWindow {
+  limit: number;
+  offset: number;
 }

@@ -1,0 +1,53 @@
+import { sql } from 'kysely';
+import type { DB } from '../../src/database';
+import { parisDate } from '../render';
+import type { DocumentType } from '../tables/learning';
+import type { ResourceDefinition, ResourceFilter } from './definition';
+import { naturalTimestampFilter } from './natural-date';
+import { scopeCondition, windowByKeys } from './scope';
+
+export interface DocumentRow extends Record<string, unknown> {
+  apprenant: string | null;
+  email: string;
+  type: DocumentType;
+  programme: string;
+  programme_slug: string;
+  emis_le: string;
+  heures: number;
+  score_completion: number | null;
+}
+
+/** The documents a request sees (alias `d`), in their order: issue, then the document. */
+export function documentsInScope(db: DB, filter: ResourceFilter) {
+  return db.selectFrom('documents as d')
+    .where(scopeCondition({ org: 'd.org_id', membership: 'd.membership_id', programme: 'd.programme_id' }, naturalTimestampFilter(sql.ref('d.issued_at'), filter), filter))
+    .orderBy('d.issued_at').orderBy('d.id');
+}
+
+export const documentsResource: ResourceDefinition<DocumentRow> = {
+  name: 'documents',
+  columns: ['apprenant', 'email', 'type', 'programme', 'programme_slug', 'emis_le', 'heures', 'score_completion'],
+  filtersByYear: true,
+  filtersByUpdatedSince: true,
+  filtersByProgramme: true,
+  select(db, filter) {
+    return documentsInScope(db, filter)
+      .innerJoin('memberships as m', 'm.id', 'd.membership_id')
+      .innerJoin('accounts as a', 'a.id', 'm.account_id')
+      .innerJoin('programmes as p', 'p.id', 'd.programme_id')
+      .select([
+        'a.name as apprenant',
+        'a.email as email',
+        'd.type as type',
+        'p.title as programme',
+        'p.slug as programme_slug',
+        parisDate(sql.ref('d.issued_at')).as('emis_le'),
+        'd.hours as heures',
+        'd.completion_score as score_completion',
+      ]);
+  },
+  keys: (db, filter) => documentsInScope(db, filter).select('d.id'),
+  selectWindow(db, filter, window) {
+    return windowByKeys(this.select(db, filter), sql.ref('d.id'), this.keys!(db, filter), window);
+  },
+};

@@ -1,0 +1,61 @@
+import { sql } from 'kysely';
+import type { DB } from '../../src/database';
+import { ouiNon, parisDate, parisDay } from '../render';
+import type { ResourceDefinition, ResourceFilter } from './definition';
+import { naturalDayFilter } from './natural-date';
+import { scopeCondition, windowByKeys } from './scope';
+
+export interface EvaluationRow extends Record<string, unknown> {
+  apprenant: string | null;
+  email: string;
+  programme: string;
+  programme_slug: string;
+  module: string;
+  lecon: string;
+  tentative: number;
+  score: number;
+  reussi: 'Oui' | 'Non';
+  date: string;
+}
+
+/**
+ * The quiz attempts a request sees (alias `qa`), in the order of `evaluations` and `quiz-answers`:
+ * Paris day of the attempt, attempt number, then the attempt (quiz_attempts_*_order_idx).
+ */
+export function attemptsInScope(db: DB, filter: ResourceFilter) {
+  return db.selectFrom('quiz_attempts as qa')
+    .where(scopeCondition({ org: 'qa.org_id', membership: 'qa.membership_id', programme: 'qa.programme_id' }, naturalDayFilter(sql.ref('qa.completed_at'), filter), filter))
+    .orderBy(parisDay(sql.ref('qa.completed_at'))).orderBy('qa.attempt_no').orderBy('qa.id');
+}
+
+export const evaluationsResource: ResourceDefinition<EvaluationRow> = {
+  name: 'evaluations',
+  columns: ['apprenant', 'email', 'programme', 'programme_slug', 'module', 'lecon', 'tentative', 'score', 'reussi', 'date'],
+  filtersByYear: true,
+  filtersByUpdatedSince: true,
+  filtersByProgramme: true,
+  select(db, filter) {
+    return attemptsInScope(db, filter)
+      .innerJoin('memberships as m', 'm.id', 'qa.membership_id')
+      .innerJoin('accounts as a', 'a.id', 'm.account_id')
+      .innerJoin('programmes as p', 'p.id', 'qa.programme_id')
+      .innerJoin('lessons as l', 'l.id', 'qa.lesson_id')
+      .innerJoin('modules as mo', 'mo.id', 'l.module_id')
+      .select([
+        'a.name as apprenant',
+        'a.email as email',
+        'p.title as programme',
+        'p.slug as programme_slug',
+        'mo.title as module',
+        'l.title as lecon',
+        'qa.attempt_no as tentative',
+        'qa.score as score',
+        ouiNon(sql.ref('qa.passed')).as('reussi'),
+        parisDate(sql.ref('qa.completed_at')).as('date'),
+      ]);
+  },
+  keys: (db, filter) => attemptsInScope(db, filter).select('qa.id'),
+  selectWindow(db, filter, window) {
+    return windowByKeys(this.select(db, filter), sql.ref('qa.id'), this.keys!(db, filter), window);
+  },
+};

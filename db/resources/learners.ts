@@ -1,0 +1,157 @@
+import { sql } from 'kysely';
+import type { DB } from '../../src/database';
+import { parisDate, parisYearStart } from '../render';
+import { attendanceInScope } from './attendance';
+import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
+import { documentsInScope } from './documents';
+import { enrolmentsInScope, isCompleteCondition } from './enrollments';
+import { attemptsInScope } from './evaluations';
+import { loginsInScope } from './logins';
+import { surveysInScope } from './satisfaction';
+
+export interface LearnerRow extends Record<string, unknown> {
+  nom: string | null;
+  email: string;
+  invite_le: string | null;
+  inscrit_le: string | null;
+  connexions: number;
+  temps_actif_min: number;
+  temps_cours_min: number;
+  temps_labia_min: number;
+  temps_tutorat_min: number;
+  programmes_suivis: number;
+  programmes_completes: number;
+  evaluations_reussies: number;
+  evaluations_total: number;
+  score_moyen: number | null;
+  seances_tutorat: number;
+  seances_present: number;
+  pif_emis: number;
+  attestations_emises: number;
+  satisfaction_note: number | null;
+  nps: number | null;
+}
+
+/** The learners a request covers, in their order (email). */
+function membersInScope(db: DB, filter: ResourceFilter) {
+  let query = db.selectFrom('memberships as m')
+    .innerJoin('accounts as a', 'a.id', 'm.account_id')
+    .where('m.org_id', '=', filter.orgId);
+  if (filter.membershipId) query = query.where('m.id', '=', filter.membershipId);
+  return query.orderBy('a.email');
+}
+
+// Detail rows of the year, one learner's at a time: exactly the rows the detail resources list.
+const ofMembers = (column: string) => sql<boolean>`${sql.ref(column)} in (select id from members)`;
+
+/**
+ * Minutes of activity in the year per learner: the length of the union of all intervals, and of
+ * the course and AI-lab intervals. Intervals are clipped to the year and to whole minutes, so the
+ * parts add up exactly. An interval lasts at most a day (a check of the table), so the year's are
+ * found from a range on their start (activity_intervals_org_start_idx).
+ */
+function activityMinutes(filter: ResourceFilter) {
+  const start = parisYearStart(filter.year);
+  const end = parisYearStart(filter.year + 1);
+  return sql`
+    select membership_id,
+      (sum(greatest(extract(epoch from e - greatest(s, coalesce(all_end, s))), 0)) / 60)::int as active,
+      (sum(greatest(extract(epoch from e - greatest(s, coalesce(kind_end, s))), 0)) filter (where kind = 'cours') / 60)::int as course,
+      (sum(greatest(extract(epoch from e - greatest(s, coalesce(kind_end, s))), 0)) filter (where kind = 'labia') / 60)::int as lab
+    from (
+      select membership_id, kind, s, e,
+        max(e) over (partition by membership_id order by s, e rows between unbounded preceding and 1 preceding) as all_end,
+        max(e) over (partition by membership_id, kind order by s, e rows between unbounded preceding and 1 preceding) as kind_end
+      from (
+        select ai.membership_id, ai.kind,
+          date_trunc('minute', greatest(ai.started_at, ${start})) as s,
+          date_trunc('minute', least(ai.ended_at, ${end})) as e
+        from activity_intervals ai
+        where ai.org_id = ${filter.orgId}
+          and ai.started_at >= ${start} - interval '1 day' and ai.started_at < ${end} and ai.ended_at > ${start}
+          and ${ofMembers('ai.membership_id')}
+      ) clipped
+      where e > s
+    ) ordered
+    group by membership_id`;
+}
+
+function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
+  let members = membersInScope(db, filter).select(['m.id', 'a.name', 'a.email', 'm.invited_at', 'm.joined_at']);
+  if (window) members = members.limit(window.limit).offset(window.offset);
+  // Aggregates over the members' rows only; `programme` and `updated_since` never apply here.
+  const detail = { ...filter, updatedSince: null, programmeId: null };
+  const logins = loginsInScope(db, detail).clearOrderBy().where(ofMembers('lg.membership_id'))
+    .select(['lg.membership_id', sql<number>`count(*)::int`.as('logins')]).groupBy('lg.membership_id');
+  const enrolments = enrolmentsInScope(db, detail).clearOrderBy().where(ofMembers('pe.membership_id'))
+    .select(['pe.membership_id', sql<number>`count(*)::int`.as('followed'), sql<number>`count(*) filter (where ${isCompleteCondition})::int`.as('completed')])
+    .groupBy('pe.membership_id');
+  const attempts = attemptsInScope(db, detail).clearOrderBy().where(ofMembers('qa.membership_id'))
+    .select(['qa.membership_id', sql<number>`count(*)::int`.as('total'), sql<number>`count(*) filter (where qa.passed)::int`.as('passed'),
+      sql<number | null>`round(avg(qa.score) filter (where qa.passed))::int`.as('mean_score')])
+    .groupBy('qa.membership_id');
+  const attendance = attendanceInScope(db, detail).clearOrderBy().where(ofMembers('ta.membership_id'))
+    .select(['ta.membership_id', sql<number>`count(*)::int`.as('sessions'), sql<number>`count(*) filter (where ta.present)::int`.as('present'),
+      sql<number>`sum(ta.connected_minutes)::int`.as('minutes')])
+    .groupBy('ta.membership_id');
+  const documents = documentsInScope(db, detail).clearOrderBy().where(ofMembers('d.membership_id'))
+    .select(['d.membership_id', sql<number>`count(*) filter (where d.type = 'PIF')::int`.as('pif'),
+      sql<number>`count(*) filter (where d.type = 'Attestation')::int`.as('certificates')])
+    .groupBy('d.membership_id');
+  // The latest survey: the last one in the `satisfaction` order.
+  const latestSurvey = surveysInScope(db, detail).clearOrderBy().where(ofMembers('s.membership_id'))
+    .distinctOn('s.membership_id').select(['s.membership_id', 's.rating', 's.nps'])
+    .orderBy('s.membership_id').orderBy('s.answered_at', 'desc').orderBy('s.id', 'desc');
+
+  return sql<LearnerRow>`(
+    with members as materialized (${members})
+    select mb.name as nom, mb.email,
+      ${parisDate(sql.ref('mb.invited_at'))} as invite_le,
+      ${parisDate(sql.ref('mb.joined_at'))} as inscrit_le,
+      coalesce(lg.logins, 0) as connexions,
+      coalesce(t.active, 0) as temps_actif_min,
+      coalesce(t.course, 0) as temps_cours_min,
+      coalesce(t.lab, 0) as temps_labia_min,
+      coalesce(ta.minutes, 0) as temps_tutorat_min,
+      coalesce(pe.followed, 0) as programmes_suivis,
+      coalesce(pe.completed, 0) as programmes_completes,
+      coalesce(qa.passed, 0) as evaluations_reussies,
+      coalesce(qa.total, 0) as evaluations_total,
+      qa.mean_score as score_moyen,
+      coalesce(ta.sessions, 0) as seances_tutorat,
+      coalesce(ta.present, 0) as seances_present,
+      coalesce(d.pif, 0) as pif_emis,
+      coalesce(d.certificates, 0) as attestations_emises,
+      s.rating as satisfaction_note,
+      s.nps as nps
+    from members mb
+    left join (${logins}) lg on lg.membership_id = mb.id
+    left join (${activityMinutes(detail)}) t on t.membership_id = mb.id
+    left join (${enrolments}) pe on pe.membership_id = mb.id
+    left join (${attempts}) qa on qa.membership_id = mb.id
+    left join (${attendance}) ta on ta.membership_id = mb.id
+    left join (${documents}) d on d.membership_id = mb.id
+    left join (${latestSurvey}) s on s.membership_id = mb.id
+  )`;
+}
+
+/**
+ * One row per learner with the year's aggregates, each computed from the rows the detail resource
+ * returns for that learner and year ("the figures agree"): the same scope builders are used.
+ */
+export const learnersResource: ResourceDefinition<LearnerRow> = {
+  name: 'learners',
+  columns: ['nom', 'email', 'invite_le', 'inscrit_le', 'connexions', 'temps_actif_min', 'temps_cours_min', 'temps_labia_min', 'temps_tutorat_min',
+    'programmes_suivis', 'programmes_completes', 'evaluations_reussies', 'evaluations_total', 'score_moyen', 'seances_tutorat', 'seances_present',
+    'pif_emis', 'attestations_emises', 'satisfaction_note', 'nps'],
+  filtersByYear: true,
+  filtersByUpdatedSince: false,
+  filtersByProgramme: false,
+  select(db, filter) {
+    return db.selectFrom(learnerRows(db, filter, null).as('learners')).selectAll().orderBy('learners.email') as never;
+  },
+  keys: (db, filter) => membersInScope(db, filter).select('m.id'),
+  selectWindow(db, filter, window) {
+    return db.selectFrom(learnerRows(db, filter, window).as('learners')).selectAll().orderBy('learners.email') as never;
+  },
+};

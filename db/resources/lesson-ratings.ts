@@ -1,0 +1,56 @@
+import { sql } from 'kysely';
+import type { DB } from '../../src/database';
+import { parisDate } from '../render';
+import type { ResourceDefinition, ResourceFilter } from './definition';
+import { naturalTimestampFilter } from './natural-date';
+import { scopeCondition, windowByKeys } from './scope';
+
+export interface LessonRatingRow extends Record<string, unknown> {
+  apprenant: string | null;
+  email: string;
+  programme: string;
+  programme_slug: string;
+  module: string;
+  lecon: string;
+  note: number;
+  commentaire: string | null;
+  soumis_le: string;
+}
+
+/** The lesson ratings a request sees (alias `lr`), in their order: submission, then the rating. */
+export function lessonRatingsInScope(db: DB, filter: ResourceFilter) {
+  return db.selectFrom('lesson_ratings as lr')
+    .where(scopeCondition({ org: 'lr.org_id', membership: 'lr.membership_id', programme: 'lr.programme_id' }, naturalTimestampFilter(sql.ref('lr.submitted_at'), filter), filter))
+    .orderBy('lr.submitted_at').orderBy('lr.id');
+}
+
+export const lessonRatingsResource: ResourceDefinition<LessonRatingRow> = {
+  name: 'lesson-ratings',
+  columns: ['apprenant', 'email', 'programme', 'programme_slug', 'module', 'lecon', 'note', 'commentaire', 'soumis_le'],
+  filtersByYear: true,
+  filtersByUpdatedSince: true,
+  filtersByProgramme: true,
+  select(db, filter) {
+    return lessonRatingsInScope(db, filter)
+      .innerJoin('memberships as m', 'm.id', 'lr.membership_id')
+      .innerJoin('accounts as a', 'a.id', 'm.account_id')
+      .innerJoin('programmes as p', 'p.id', 'lr.programme_id')
+      .innerJoin('lessons as l', 'l.id', 'lr.lesson_id')
+      .innerJoin('modules as mo', 'mo.id', 'l.module_id')
+      .select([
+        'a.name as apprenant',
+        'a.email as email',
+        'p.title as programme',
+        'p.slug as programme_slug',
+        'mo.title as module',
+        'l.title as lecon',
+        'lr.rating as note',
+        'lr.comment as commentaire',
+        parisDate(sql.ref('lr.submitted_at')).as('soumis_le'),
+      ]);
+  },
+  keys: (db, filter) => lessonRatingsInScope(db, filter).select('lr.id'),
+  selectWindow(db, filter, window) {
+    return windowByKeys(this.select(db, filter), sql.ref('lr.id'), this.keys!(db, filter), window);
+  },
+};

@@ -1,0 +1,52 @@
+import { sql } from 'kysely';
+import type { DB } from '../../src/database';
+import { parisDateTime } from '../render';
+import type { ResourceDefinition, ResourceFilter } from './definition';
+import { naturalTimestampFilter } from './natural-date';
+import { scopeCondition, windowByKeys } from './scope';
+
+export interface LoginRow extends Record<string, unknown> {
+  apprenant: string | null;
+  email: string;
+  debut: string;
+  fin: string | null;
+  duree_min: number | null;
+  ip: string;
+  navigateur: string | null;
+}
+
+/** The logins a request sees (alias `lg`), in their order: start, then the session. */
+export function loginsInScope(db: DB, filter: ResourceFilter) {
+  return db.selectFrom('logins as lg')
+    .where(scopeCondition({ org: 'lg.org_id', membership: 'lg.membership_id' }, naturalTimestampFilter(sql.ref('lg.started_at'), filter), filter))
+    .orderBy('lg.started_at').orderBy('lg.id');
+}
+
+// Whole minutes between the displayed start and end, so that `duree_min` = `fin` - `debut`.
+const durationMinutes = sql<number | null>`(extract(epoch from date_trunc('minute', lg.ended_at) - date_trunc('minute', lg.started_at)) / 60)::int`;
+
+export const loginsResource: ResourceDefinition<LoginRow> = {
+  name: 'logins',
+  columns: ['apprenant', 'email', 'debut', 'fin', 'duree_min', 'ip', 'navigateur'],
+  filtersByYear: true,
+  filtersByUpdatedSince: true,
+  filtersByProgramme: false,
+  select(db, filter) {
+    return loginsInScope(db, filter)
+      .innerJoin('memberships as m', 'm.id', 'lg.membership_id')
+      .innerJoin('accounts as a', 'a.id', 'm.account_id')
+      .select([
+        'a.name as apprenant',
+        'a.email as email',
+        parisDateTime(sql.ref('lg.started_at')).as('debut'),
+        parisDateTime(sql.ref('lg.ended_at')).as('fin'),
+        durationMinutes.as('duree_min'),
+        sql<string>`host(lg.ip)`.as('ip'),
+        'lg.user_agent as navigateur',
+      ]);
+  },
+  keys: (db, filter) => loginsInScope(db, filter).select('lg.id'),
+  selectWindow(db, filter, window) {
+    return windowByKeys(this.select(db, filter), sql.ref('lg.id'), this.keys!(db, filter), window);
+  },
+};

@@ -1,0 +1,74 @@
+import { sql } from 'kysely';
+import type { DB } from '../../src/database';
+import { ouiNon, parisDate, parisDateTime } from '../render';
+import type { ResourceDefinition, ResourceFilter } from './definition';
+import { attemptsInScope } from './evaluations';
+import { windowByKeys } from './scope';
+
+export interface QuizAnswerRow extends Record<string, unknown> {
+  apprenant: string | null;
+  email: string;
+  programme: string;
+  programme_slug: string;
+  module: string;
+  lecon: string;
+  tentative: number;
+  score_tentative: number;
+  reussi: 'Oui' | 'Non';
+  question: string;
+  options: string;
+  reponse_choisie: string;
+  bonne_reponse: string;
+  correct: 'Oui' | 'Non';
+  repondu_le: string;
+  date: string;
+}
+
+/**
+ * The answers a request sees (alias `ans`), in order: the attempts' order (day, attempt number,
+ * attempt), then the question's position in the quiz, then the answer.
+ */
+export function answersInScope(db: DB, filter: ResourceFilter) {
+  return attemptsInScope(db, filter)
+    .innerJoin('quiz_answers as ans', 'ans.attempt_id', 'qa.id')
+    .orderBy('ans.position').orderBy('ans.id');
+}
+
+export const quizAnswersResource: ResourceDefinition<QuizAnswerRow> = {
+  name: 'quiz-answers',
+  columns: ['apprenant', 'email', 'programme', 'programme_slug', 'module', 'lecon', 'tentative', 'score_tentative', 'reussi', 'question', 'options', 'reponse_choisie', 'bonne_reponse', 'correct', 'repondu_le', 'date'],
+  filtersByYear: true,
+  filtersByUpdatedSince: true,
+  filtersByProgramme: true,
+  select(db, filter) {
+    return answersInScope(db, filter)
+      .innerJoin('quiz_questions as q', 'q.id', 'ans.question_id')
+      .innerJoin('memberships as m', 'm.id', 'qa.membership_id')
+      .innerJoin('accounts as a', 'a.id', 'm.account_id')
+      .innerJoin('programmes as p', 'p.id', 'qa.programme_id')
+      .innerJoin('lessons as l', 'l.id', 'qa.lesson_id')
+      .innerJoin('modules as mo', 'mo.id', 'l.module_id')
+      .select([
+        'a.name as apprenant',
+        'a.email as email',
+        'p.title as programme',
+        'p.slug as programme_slug',
+        'mo.title as module',
+        'l.title as lecon',
+        'qa.attempt_no as tentative',
+        'qa.score as score_tentative',
+        ouiNon(sql.ref('qa.passed')).as('reussi'),
+        'q.wording as question',
+        sql<string>`array_to_string(q.options, '|')`.as('options'),
+        'ans.chosen_option as reponse_choisie',
+        'q.correct_option as bonne_reponse',
+        ouiNon(sql.ref('ans.is_correct')).as('correct'),
+        parisDateTime(sql.ref('ans.answered_at')).as('repondu_le'),
+        parisDate(sql.ref('qa.completed_at')).as('date'),
+      ]);
+  },
+  keys: (db, filter) => answersInScope(db, filter).select('ans.id'),
+  selectWindow(db, filter, window) {
+    return windowByKeys(this.select(db, filter), sql.ref('ans.id'), this.keys!(db, filter), window);
+  },
+};

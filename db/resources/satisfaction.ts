@@ -1,0 +1,52 @@
+import { sql } from 'kysely';
+import type { DB } from '../../src/database';
+import { parisDate } from '../render';
+import type { ResourceDefinition, ResourceFilter } from './definition';
+import { naturalTimestampFilter } from './natural-date';
+import { scopeCondition, windowByKeys } from './scope';
+
+export interface SatisfactionRow extends Record<string, unknown> {
+  apprenant: string | null;
+  email: string;
+  programme: string;
+  programme_slug: string;
+  note: number;
+  nps: number;
+  verbatim: string | null;
+  repondu_le: string;
+}
+
+/** The surveys a request sees (alias `s`), in their order: answer, then the survey. */
+export function surveysInScope(db: DB, filter: ResourceFilter) {
+  return db.selectFrom('satisfaction_surveys as s')
+    .where(scopeCondition({ org: 's.org_id', membership: 's.membership_id', programme: 's.programme_id' }, naturalTimestampFilter(sql.ref('s.answered_at'), filter), filter))
+    .orderBy('s.answered_at').orderBy('s.id');
+}
+
+export const satisfactionResource: ResourceDefinition<SatisfactionRow> = {
+  name: 'satisfaction',
+  columns: ['apprenant', 'email', 'programme', 'programme_slug', 'note', 'nps', 'verbatim', 'repondu_le'],
+  filtersByYear: true,
+  filtersByUpdatedSince: true,
+  filtersByProgramme: true,
+  select(db, filter) {
+    return surveysInScope(db, filter)
+      .innerJoin('memberships as m', 'm.id', 's.membership_id')
+      .innerJoin('accounts as a', 'a.id', 'm.account_id')
+      .innerJoin('programmes as p', 'p.id', 's.programme_id')
+      .select([
+        'a.name as apprenant',
+        'a.email as email',
+        'p.title as programme',
+        'p.slug as programme_slug',
+        's.rating as note',
+        's.nps as nps',
+        's.verbatim as verbatim',
+        parisDate(sql.ref('s.answered_at')).as('repondu_le'),
+      ]);
+  },
+  keys: (db, filter) => surveysInScope(db, filter).select('s.id'),
+  selectWindow(db, filter, window) {
+    return windowByKeys(this.select(db, filter), sql.ref('s.id'), this.keys!(db, filter), window);
+  },
+};

@@ -1,0 +1,32 @@
+import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
+import type { Database } from '../../src/database';
+import type { ResourceFilter, RowWindow } from './definition';
+
+/** Where a resource's base table keeps its organisation, learner and (if any) programme. */
+export interface ScopeColumns {
+  org: string;
+  membership: string;
+  programme?: string;
+}
+
+/**
+ * The rows a request may see: the caller's organisation, the learner and programme filters, and
+ * the natural-date condition (`year`, `updated_since`). One builder for a resource and for the
+ * `learners` aggregates that must agree with it.
+ */
+export function scopeCondition(columns: ScopeColumns, natural: RawBuilder<boolean>, filter: ResourceFilter): RawBuilder<boolean> {
+  const conditions = [sql`${sql.ref(columns.org)} = ${filter.orgId}`, natural];
+  if (filter.membershipId) conditions.push(sql`${sql.ref(columns.membership)} = ${filter.membershipId}`);
+  if (filter.programmeId && columns.programme) conditions.push(sql`${sql.ref(columns.programme)} = ${filter.programmeId}`);
+  return sql<boolean>`(${sql.join(conditions, sql` and `)})`;
+}
+
+type AnySelect<Row = any> = SelectQueryBuilder<Database, any, Row>;
+
+/**
+ * A window of `select` that builds only the window's rows: the window is taken on the cheap ordered
+ * keys, and `select` (which orders itself) is restricted to them.
+ */
+export function windowByKeys<Row>(select: AnySelect<Row>, key: RawBuilder<unknown>, keys: AnySelect, window: RowWindow): AnySelect<Row> {
+  return select.where(sql<boolean>`${key} in (${keys.limit(window.limit).offset(window.offset)})`);
+}

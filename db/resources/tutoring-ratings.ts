@@ -1,0 +1,60 @@
+import { sql } from 'kysely';
+import type { DB } from '../../src/database';
+import { parisDate } from '../render';
+import type { ResourceDefinition, ResourceFilter } from './definition';
+import { naturalTimestampFilter } from './natural-date';
+import { scopeCondition, windowByKeys } from './scope';
+
+export interface TutoringRatingRow extends Record<string, unknown> {
+  apprenant: string | null;
+  email: string;
+  seance: string;
+  programme: string | null;
+  programme_slug: string | null;
+  formateur: string;
+  note_seance: number | null;
+  note_formateur: number;
+  commentaire: string | null;
+  soumis_le: string;
+}
+
+/**
+ * The tutoring ratings a request sees (alias `tr`, with its session `ts`), in their order:
+ * submission, then the rating. The programme is the session's.
+ */
+export function tutoringRatingsInScope(db: DB, filter: ResourceFilter) {
+  return db.selectFrom('tutoring_ratings as tr')
+    .innerJoin('tutoring_sessions as ts', 'ts.id', 'tr.session_id')
+    .where(scopeCondition({ org: 'tr.org_id', membership: 'tr.membership_id', programme: 'ts.programme_id' }, naturalTimestampFilter(sql.ref('tr.submitted_at'), filter), filter))
+    .orderBy('tr.submitted_at').orderBy('tr.id');
+}
+
+export const tutoringRatingsResource: ResourceDefinition<TutoringRatingRow> = {
+  name: 'tutoring-ratings',
+  columns: ['apprenant', 'email', 'seance', 'programme', 'programme_slug', 'formateur', 'note_seance', 'note_formateur', 'commentaire', 'soumis_le'],
+  filtersByYear: true,
+  filtersByUpdatedSince: true,
+  filtersByProgramme: true,
+  select(db, filter) {
+    return tutoringRatingsInScope(db, filter)
+      .innerJoin('memberships as m', 'm.id', 'tr.membership_id')
+      .innerJoin('accounts as a', 'a.id', 'm.account_id')
+      .leftJoin('programmes as p', 'p.id', 'ts.programme_id')
+      .select([
+        'a.name as apprenant',
+        'a.email as email',
+        'ts.title as seance',
+        'p.title as programme',
+        'p.slug as programme_slug',
+        'ts.trainer_name as formateur',
+        'tr.session_rating as note_seance',
+        'tr.trainer_rating as note_formateur',
+        'tr.comment as commentaire',
+        parisDate(sql.ref('tr.submitted_at')).as('soumis_le'),
+      ]);
+  },
+  keys: (db, filter) => tutoringRatingsInScope(db, filter).select('tr.id'),
+  selectWindow(db, filter, window) {
+    return windowByKeys(this.select(db, filter), sql.ref('tr.id'), this.keys!(db, filter), window);
+  },
+};
