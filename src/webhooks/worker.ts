@@ -8,6 +8,7 @@ import { postWebhook } from './http-post';
 import { signatureHeader } from './signature';
 
 interface Logger {
+  debug(object: object, message: string): void;
   info(object: object, message: string): void;
   warn(object: object, message: string): void;
 }
@@ -31,7 +32,7 @@ export interface WebhookDelivery {
 const sweepGraceSeconds = 10;
 const sweepEveryMs = 5_000;
 
-const silentLog: Logger = { info: () => undefined, warn: () => undefined };
+const silentLog: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
 /**
  * The delivery worker of one server process. Several processes may run it on one database: each
@@ -81,6 +82,10 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
     const claimed = await claimDeliveries(db, [...new Set(jobs.map((job) => job.data.deliveryId))], leaseSeconds);
     const attempts = await Promise.all(claimed.map(deliver));
     await recordAttempts(db, attempts, policy);
+    if (attempts.length > 0) {
+      const delivered = attempts.filter((a) => a.outcome.succeeded).length;
+      log.debug({ webhookAttempts: attempts.length, delivered, failed: attempts.length - delivered }, 'webhooks : lot de tentatives');
+    }
     // A full batch means more is waiting: fetch again now instead of after the polling interval.
     if (jobs.length === batchSize) boss.notifyWorker(workerId());
   };
