@@ -529,8 +529,19 @@ export interface paths {
          *       sont fournis tous les deux, ils doivent désigner le même apprenant.
          *     - Apprenant inconnu dans l'organisation (même s'il existe dans une autre organisation) : 404.
          *     - `year` : année du rapport (2000 à 2100), par défaut l'année en cours à Paris.
-         *     - `programme` : limite le rapport à ce programme ; slug inconnu : 400.
+         *     - `programme` : limite le rapport à ce programme ; slug inconnu : 400. Les connexions (`logins`)
+         *       et la synthèse (ligne `learners` de l'année) ne se rattachent à aucun programme : elles restent
+         *       celles de toute l'année, et le rapport le signale.
          *     - Pas de plafond d'agrégation (un seul apprenant).
+         *
+         *     Contenu, en français : identité de l'organisation et de l'apprenant, période, filtre de
+         *     programme, date de génération ; synthèse (`learners`) ; programmes suivis (`enrollments`) ;
+         *     connexions (`logins`, l'appareil étant déduit de la chaîne user-agent) ; temps par leçon
+         *     (`progress`) avec un graphique du temps par module ; évaluations (`evaluations`, avec les bonnes
+         *     réponses de `quiz-answers`) ; émargement (`attendance`) ; documents émis (`documents`) ;
+         *     satisfaction et avis (`satisfaction`, `tutoring-ratings`, `lesson-ratings`). Une section sans
+         *     ligne indique « Aucune donnée ». Les dates y sont écrites à la française (`JJ/MM/AAAA`, heure de
+         *     Paris) ; les valeurs sont celles des ressources.
          */
         get: operations["getActivityReport"];
         put?: never;
@@ -3186,7 +3197,10 @@ export interface components {
         "Content-Disposition-Csv": string;
         /**
          * @description Le rapport est envoyé en pièce jointe, par exemple
-         *     `attachment; filename="rapport-activite-claire-martin-2026.pdf"` (nom de l'apprenant et année).
+         *     `attachment; filename="rapport-activite-claire-martin-2026.pdf"` (nom de l'apprenant, à défaut
+         *     son email, et année). `filename` est en ASCII ; quand le nom porte des accents, un paramètre
+         *     `filename*` (RFC 6266, UTF-8) les conserve :
+         *     `attachment; filename="rapport-activite-helene-roux-2026.pdf"; filename*=UTF-8''rapport-activite-h%C3%A9l%C3%A8ne-roux-2026.pdf`.
          * @example attachment; filename="rapport-activite-claire-martin-2026.pdf"
          */
         "Content-Disposition-Pdf": string;

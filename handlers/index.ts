@@ -3,21 +3,14 @@ import {
   attendanceResource, documentsResource, enrollmentsResource, evaluationsResource, learnersResource, lessonRatingsResource, loginsResource,
   progressResource, quizAnswersResource, satisfactionResource, tutoringRatingsResource, usersResource,
 } from '../db/resources';
-import { ApiError } from '../src/errors';
 import type { Handler, HandlerContext } from './context';
 import { createCreateUsers } from './create-users';
+import { createGetActivityReport } from './get-activity-report';
 import { createGetSummary } from './get-summary';
 import { getUnknownResource } from './get-unknown-resource';
 import { createListHandler } from './list-resource';
 
 export type OperationId = keyof operations;
-
-/** An operation whose issue is not done yet answers 501, never made-up data. */
-function notImplemented(operation: string): Handler {
-  return async () => {
-    throw new ApiError('not_implemented', `L’opération « ${operation} » n’est pas encore disponible.`);
-  };
-}
 
 /**
  * Every operation of openapi.yaml, by operationId. The `satisfies` makes a missing or misspelled
@@ -39,7 +32,7 @@ export function createHandlers(context: HandlerContext) {
     listLogins: createListHandler(loginsResource, context),
     listTutoringRatings: createListHandler(tutoringRatingsResource, context),
     listLessonRatings: createListHandler(lessonRatingsResource, context),
-    getActivityReport: notImplemented('getActivityReport'),
+    getActivityReport: createGetActivityReport(context),
     getUnknownResource,
   } satisfies Record<OperationId, Handler>;
 }

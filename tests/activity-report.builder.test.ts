@@ -15,7 +15,7 @@ function texts(content: Content | undefined | null): string[] {
   if (content === null || content === undefined) return [];
   if (typeof content === 'string') return [content];
   if (Array.isArray(content)) return content.flatMap(texts);
-  const node = content as Record<string, unknown>;
+  const node = content as unknown as Record<string, unknown>;
   const out: string[] = [];
   if ('text' in node) out.push(...texts(node.text as Content));
   if ('stack' in node) out.push(...texts(node.stack as Content));
@@ -150,7 +150,7 @@ describe('buildActivityReport', () => {
     const longest = Math.max(...modules.map((module) => module.minutes));
     rows.forEach((row, index) => {
       const bar = row[1] as { canvas?: { w: number }[] };
-      const expected = (modules[index]!.minutes / longest) * chart.table.widths![1]! as number;
+      const expected = (modules[index]!.minutes / longest) * (chart.table.widths![1] as number);
       if (modules[index]!.minutes === 0) expect(bar.canvas).toBeUndefined();
       else expect(bar.canvas![0]!.w).toBeCloseTo(Math.max(expected, 1), 5);
       expect(texts(row[2] as Content)).toEqual([`${modules[index]!.minutes}\u00a0min`]);
@@ -172,7 +172,9 @@ describe('buildActivityReport', () => {
     const data: ActivityReportData = sampleReportData('small');
     const text = texts(buildActivityReport(data).content);
     const present = data.attendance.filter((row) => row.present === 'Oui').length;
-    expect(text).toContain(`Total : ${data.attendance.length} séances, ${present} présences validées`);
+    const connected = data.attendance.reduce((sum, row) => sum + row.temps_connecte_min, 0);
+    expect(text).toContain(`Total : ${data.attendance.length} séances, ${present} présences validées, durée prévue 180\u00a0min (3\u00a0h\u00a000), `
+      + `temps connecté ${connected}\u00a0min (${Math.floor(connected / 60)}\u00a0h\u00a0${String(connected % 60).padStart(2, '0')})`);
     expect(text).toContain('Signature apprenant');
     expect(text).toContain('Signature formateur');
   });

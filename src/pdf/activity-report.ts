@@ -175,9 +175,9 @@ function isPlaceholder(cell: TableCell): boolean {
   return Object.keys(cell).length === 0;
 }
 
-/** A totals row: its label across the first `labelSpan` columns, then one cell per remaining column. */
-function totalsRow(label: string, labelSpan: number, cells: Cell[]): TableCell[] {
-  return [...spanning({ text: label }, labelSpan), ...cells.map((cell) => (typeof cell === 'string' ? { text: cell } : cell))];
+/** A totals row: one sentence across the table (a total in a narrow column would wrap). */
+function totalsRow(sentence: string, columns: number): TableCell[] {
+  return spanning({ text: sentence }, columns);
 }
 
 function aligned(cell: Cell, alignment: Alignment | undefined): TableCell {
@@ -192,7 +192,8 @@ function aligned(cell: Cell, alignment: Alignment | undefined): TableCell {
  */
 function dataTable(heading: Heading, columns: Column[], rows: Cell[][], emptyMessage: string, totals?: TableCell[]): Content {
   if (rows.length === 0) return emptyBlock(heading, emptyMessage);
-  const titleRow = spanning({ stack: headingStack(heading), margin: [0, 0, 0, 2] }, columns.length);
+  // The title sits flush with the table's left edge, like the titles of sections that are not tables.
+  const titleRow = spanning({ stack: headingStack(heading), margin: [-4, 0, 0, 2] }, columns.length);
   const headerRow: TableCell[] = columns.map((column) => ({ text: column.header, ...text.tableHeader, alignment: column.alignment ?? 'left' }));
   const body: TableCell[][] = [titleRow, headerRow, ...rows.map((row) => row.map((cell, index) => aligned(cell, columns[index]!.alignment)))];
   if (totals) body.push(totals.map((cell, index) => (isPlaceholder(cell) ? cell : { ...aligned(cell, columns[index]!.alignment), bold: true } as TableCell)));
@@ -363,7 +364,7 @@ function loginsSection(data: ActivityReportData, number: number): Content {
       orMissing(describeUserAgent(row.navigateur)),
     ]),
     `Aucune donnée pour l’année ${data.year}.`,
-    totalsRow(`Total : ${frenchInteger(data.logins.length)} connexions`, 2, [minutesWithHours(totalMinutes), '', '']),
+    totalsRow(`Total : ${frenchInteger(data.logins.length)} connexions, durée cumulée ${minutesWithHours(totalMinutes)}`, 5),
   );
 }
 
@@ -447,7 +448,7 @@ function lessonsTable(data: ActivityReportData): Content {
     columns,
     rows,
     `Aucune donnée pour ${scopeSentence(data)}.`,
-    totalsRow(`Total : ${frenchInteger(data.progress.length)} leçons`, 2, [frenchInteger(visits), minutesWithHours(minutes), '']),
+    totalsRow(`Total : ${frenchInteger(data.progress.length)} leçons, ${frenchInteger(visits)} visites, temps actif ${minutesWithHours(minutes)}`, columns.length),
   );
 }
 
@@ -481,7 +482,7 @@ function evaluationsSection(data: ActivityReportData, number: number): Content {
       ];
     }),
     `Aucune donnée pour ${scopeSentence(data)}.`,
-    totalsRow(`Total : ${frenchInteger(data.evaluations.length)} tentatives, ${frenchInteger(passed)} réussies`, 6, []),
+    totalsRow(`Total : ${frenchInteger(data.evaluations.length)} tentatives, ${frenchInteger(passed)} réussies`, 6),
   );
 }
 
@@ -510,9 +511,8 @@ function attendanceSection(data: ActivityReportData, number: number): Content {
       row.signe_formateur,
     ]),
     `Aucune donnée pour ${scopeSentence(data)}.`,
-    totalsRow(`Total : ${frenchInteger(data.attendance.length)} séances, ${frenchInteger(present)} présences validées`, 2, [
-      minutesWithHours(planned), '', minutesWithHours(connected), '', '',
-    ]),
+    totalsRow(`Total : ${frenchInteger(data.attendance.length)} séances, ${frenchInteger(present)} présences validées, `
+      + `durée prévue ${minutesWithHours(planned)}, temps connecté ${minutesWithHours(connected)}`, 7),
   );
 }
 

@@ -1,0 +1,63 @@
+import {
+  attendanceResource, documentsResource, enrollmentsResource, evaluationsResource, learnersResource, lessonRatingsResource, loginsResource,
+  progressResource, quizAnswersResource, satisfactionResource, tutoringRatingsResource,
+} from './resources';
+import type { ResourceDefinition, ResourceFilter } from './resources/definition';
+import type { LearnerIdentity } from './learners';
+import type { ActivityReportData } from '../src/pdf/activity-report';
+import type { DB } from '../src/database';
+
+export interface ActivityReportScope {
+  orgId: string;
+  orgName: string;
+  learner: LearnerIdentity;
+  year: number;
+  /** The `programme` filter, resolved (an unknown slug is the caller's 400). */
+  programmeId: string | null;
+  /** `YYYY-MM-DD HH:MM`, Paris time. */
+  generatedAt: string;
+}
+
+/**
+ * The rows of one resource exactly as `GET /<resource>?user_id=…&year=…&programme=…` lists them:
+ * the same definition, and the same rule that a resource without a programme ignores `programme`.
+ */
+function rowsOf<Row extends Record<string, unknown>>(db: DB, definition: ResourceDefinition<Row>, filter: ResourceFilter): Promise<Row[]> {
+  return definition.select(db, definition.filtersByProgramme ? filter : { ...filter, programmeId: null }).execute() as Promise<Row[]>;
+}
+
+/**
+ * Everything the activity report shows, read from the list resources' own definitions (one source
+ * of figures, so the PDF and the JSON cannot disagree), in one read-only snapshot, so that the
+ * summary and the detail tables describe the same moment.
+ */
+export async function gatherActivityReport(db: DB, scope: ActivityReportScope): Promise<ActivityReportData> {
+  const filter: ResourceFilter = {
+    orgId: scope.orgId, year: scope.year, updatedSince: null, membershipId: scope.learner.membershipId, programmeId: scope.programmeId,
+  };
+  return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(async (trx) => {
+    const programme = scope.programmeId === null ? null : await trx.selectFrom('programmes')
+      .select(['slug', 'title']).where('id', '=', scope.programmeId).where('org_id', '=', scope.orgId).executeTakeFirstOrThrow();
+    // One connection, one query at a time: a transaction's queries cannot run in parallel.
+    const [summary] = await rowsOf(trx, learnersResource, filter);
+    const enrollments = await rowsOf(trx, enrollmentsResource, filter);
+    const logins = await rowsOf(trx, loginsResource, filter);
+    const progress = await rowsOf(trx, progressResource, filter);
+    const evaluations = await rowsOf(trx, evaluationsResource, filter);
+    const quizAnswers = await rowsOf(trx, quizAnswersResource, filter);
+    const attendance = await rowsOf(trx, attendanceResource, filter);
+    const documents = await rowsOf(trx, documentsResource, filter);
+    const satisfaction = await rowsOf(trx, satisfactionResource, filter);
+    const tutoringRatings = await rowsOf(trx, tutoringRatingsResource, filter);
+    const lessonRatings = await rowsOf(trx, lessonRatingsResource, filter);
+    return {
+      organisationName: scope.orgName,
+      learner: { userId: scope.learner.userId, email: scope.learner.email, name: summary?.nom ?? null },
+      year: scope.year,
+      programme,
+      generatedAt: scope.generatedAt,
+      summary: summary ?? null,
+      enrollments, logins, progress, evaluations, quizAnswers, attendance, documents, satisfaction, tutoringRatings, lessonRatings,
+    };
+  });
+}
