@@ -5,6 +5,7 @@ import { countResourceRows, pageResourceRows, streamRows } from '../db/resources
 import { csvAttachmentHeaders, csvStream } from '../src/csv';
 import { ApiError } from '../src/errors';
 import type { Handler, HandlerContext } from './context';
+import { nextPageLink } from './next-page-link';
 import { buildMeta, type ListQuery, requestedYear, resolveLearner } from './request-scope';
 
 const defaultLimit = 100;
@@ -43,10 +44,12 @@ export function createListHandler<Row extends Record<string, unknown>>(definitio
       countResourceRows(db, definition as ResourceDefinition, filter, cap),
       pageResourceRows(db, definition as ResourceDefinition, filter, limit, offset, cap),
     ]);
+    const hasMore = offset + data.length < counted.total;
+    if (hasMore) reply.header('Link', nextPageLink(request, offset + data.length));
     return {
       resource: definition.name,
       meta: buildMeta(request, { year, truncated: counted.truncated, updatedSince, learner, programme: programmeSlug }),
-      pagination: { limit, offset, count: data.length, total: counted.total, has_more: offset + data.length < counted.total },
+      pagination: { limit, offset, count: data.length, total: counted.total, has_more: hasMore },
       data,
     };
   };

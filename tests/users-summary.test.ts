@@ -62,6 +62,10 @@ describe('GET /users', () => {
       seen.push(...body.data.map((row: { email: string }) => row.email));
     }
     expect(seen).toEqual(['david@exemple.fr', 'chloe@exemple.fr', 'alain@exemple.fr', 'bea@exemple.fr', 'zoe@exemple.fr']);
+    const middle = await get('/v1/users?limit=2&offset=2&updated_since=2025-01-01');
+    expect(middle.headers.link).toBe('</v1/users?limit=2&offset=4&updated_since=2025-01-01>; rel="next"');
+    const last = await get('/v1/users?limit=2&offset=4');
+    expect(last.headers.link).toBeUndefined();
     const past = (await get('/v1/users?offset=50')).json();
     expect(past.pagination).toEqual({ limit: 100, offset: 50, count: 0, total: 5, has_more: false });
   });
