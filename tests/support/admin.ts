@@ -5,9 +5,9 @@ import { projectRoot } from './server-process';
 const run = promisify(execFile);
 
 /** `npm run --silent admin -- <args> --json` against a test database: the parsed JSON result. */
-export async function admin(databaseUrl: string, args: string[]): Promise<any> {
+export async function admin(databaseUrl: string, args: string[], environment: Record<string, string> = {}): Promise<any> {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...args, '--json'], {
-    cwd: projectRoot, env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' },
+    cwd: projectRoot, env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...environment },
   });
   return JSON.parse(stdout);
 }
