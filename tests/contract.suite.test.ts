@@ -82,7 +82,7 @@ async function checkCase(target: Target, testCase: ContractCase) {
     // Prism answers undeclared methods with its own problem+json; the server's body is ours.
     if (target.kind !== 'mock') {
       expect(response.headers.get('allow'), label).toBe('GET, POST, HEAD');
-      expect(Object.keys(await response.json()), label).toEqual(['error']);
+      expect(Object.keys(await response.json() as object), label).toEqual(['error']);
     }
     return;
   }
