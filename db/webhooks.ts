@@ -80,21 +80,6 @@ export async function rotateEndpointSecret(db: DB, id: string, newSecret: string
 // ---------------------------------------------------------------------------------------------
 // Deliveries: created with their event, then attempted by the worker (src/webhooks/worker.ts)
 
-/** One delivery per enabled endpoint of the organisation subscribed to the type; in `trx`. */
-export async function queueEventDeliveries(trx: DB, event: { eventId: string; orgId: string; type: EventType; body: string }) {
-  const deliveries = await trx.insertInto('webhook_deliveries')
-    .columns(['event_id', 'endpoint_id', 'body'])
-    .expression((eb) => eb.selectFrom('webhook_endpoints')
-      .select([sql<string>`${event.eventId}::uuid`.as('event_id'), 'id', sql<string>`${event.body}`.as('body')])
-      .where('org_id', '=', event.orgId)
-      .where('enabled', '=', true)
-      .where(sql<boolean>`${event.type} = any(event_types)`))
-    .returning('id')
-    .execute();
-  await queueDeliveryJobs(trx, deliveries);
-  return deliveries.length;
-}
-
 /** The test button: a signed `ping` event for this endpoint only, queued like any delivery. */
 export async function queuePing(db: DB, endpointId: string) {
   return db.transaction().execute(async (trx) => {

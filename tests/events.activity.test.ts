@@ -4,7 +4,7 @@ import { completeQuiz, issueCertificate, openLesson, recordLogin, submitSatisfac
 import { parisRfc3339 } from '../db/activation';
 import { recordEvent } from '../db/events';
 import { createEndpoint, listDeliveries } from '../db/webhooks';
-import { parisTimestamp } from '../src/webhooks/envelope';
+import { parisTimestamp, parisTimestampSql } from '../src/webhooks/envelope';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
@@ -197,11 +197,13 @@ describe('events from the data changes that cause them', () => {
       .rejects.toThrow(/is not one of organisation/);
   });
 
-  it('RFC 3339 Paris timestamps agree with the SQL rendering, across both offsets and DST changes', async () => {
+  it('RFC 3339 Paris timestamps agree in JavaScript and in SQL, across both offsets and DST changes', async () => {
     const instants = ['2026-01-14T08:05:21.640Z', '2026-03-29T00:59:59.999Z', '2026-03-29T01:00:00.000Z', '2026-10-25T00:30:00.001Z', '2026-10-25T01:30:00.500Z', '2026-12-31T23:00:00.000Z'];
     for (const instant of instants) {
-      const { rendered } = await database.db.selectNoFrom(parisRfc3339(sql`${instant}::timestamptz`).as('rendered')).executeTakeFirstOrThrow();
-      expect(parisTimestamp(new Date(instant)), instant).toBe(rendered);
+      const rendered = await database.db.selectNoFrom([
+        parisRfc3339(sql`${instant}::timestamptz`).as('activation'), parisTimestampSql(sql`${instant}::timestamptz`).as('envelope'),
+      ]).executeTakeFirstOrThrow();
+      expect(rendered, instant).toEqual({ activation: parisTimestamp(new Date(instant)), envelope: parisTimestamp(new Date(instant)) });
     }
   });
 });

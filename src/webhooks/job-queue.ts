@@ -54,9 +54,14 @@ let jobWriter: PgBoss | null = null;
 
 /**
  * Queues the jobs of these deliveries inside the caller's transaction (they exist if and only if
- * the transaction commits); those due now wake the workers up at commit.
+ * the transaction commits); those due now wake the workers up at commit, unless the caller has
+ * already asked for that (`wake: false`).
  */
-export async function queueDeliveryJobs(trx: DB, deliveries: { id: string; startAfterSeconds?: number }[]): Promise<void> {
+export async function queueDeliveryJobs(
+  trx: DB,
+  deliveries: { id: string; startAfterSeconds?: number }[],
+  options: { wake?: boolean } = {},
+): Promise<void> {
   if (deliveries.length === 0) return;
   jobWriter ??= new PgBoss({ db: { executeSql: () => Promise.reject(new Error('unused')) }, supervise: false, schedule: false });
   await jobWriter.insert(deliveries.map((delivery) => ({
@@ -65,5 +70,5 @@ export async function queueDeliveryJobs(trx: DB, deliveries: { id: string; start
     singletonKey: delivery.id,
     ...(delivery.startAfterSeconds ? { startAfter: String(delivery.startAfterSeconds) } : {}),
   })), { db: kyselyExecutor(trx) });
-  if (deliveries.some((delivery) => !delivery.startAfterSeconds)) await sql`select pg_notify(${deliveryChannel}, '')`.execute(trx);
+  if (options.wake !== false && deliveries.some((delivery) => !delivery.startAfterSeconds)) await sql`select pg_notify(${deliveryChannel}, '')`.execute(trx);
 }
