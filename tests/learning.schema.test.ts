@@ -57,10 +57,44 @@ describe('learning schema', () => {
     const first = await programmeWithLessons(orgId, 1);
     const second = await programmeWithLessons(orgId, 2);
     const row = { org_id: orgId, membership_id: membershipId, programme_id: first.programmeId, lesson_id: first.lessonIds[0]!, first_visit_at: '2026-01-06T10:00:00Z', last_visit_at: '2026-01-06T10:00:00Z' };
-    await expect(db.insertInto('lesson_progress').values(row).execute()).rejects.toThrow(/lesson_progress_enrolment_fkey/);
+    // Without an enrolment there is no enrolment date to copy, and no enrolment to point at.
+    await expect(db.insertInto('lesson_progress').values(row).execute()).rejects.toThrow(/enrolled_at|lesson_progress_enrolment_fkey/);
     await db.insertInto('programme_enrolments').values({ org_id: orgId, membership_id: membershipId, programme_id: first.programmeId }).execute();
     await expect(db.insertInto('lesson_progress').values({ ...row, lesson_id: second.lessonIds[0]! }).execute()).rejects.toThrow(/lesson_progress_lesson_fkey/);
     await db.insertInto('lesson_progress').values(row).execute();
+  });
+
+  it('copies the enrolment date onto each visit, and follows it when it changes', async () => {
+    const { db } = database;
+    const { orgId } = await createOrgWithKeys(db);
+    const { membershipId } = await addLearner(db, orgId, { email: 'e@exemple.fr' });
+    const { programmeId, lessonIds } = await programmeWithLessons(orgId, 5);
+    await db.insertInto('programme_enrolments').values({ org_id: orgId, membership_id: membershipId, programme_id: programmeId, enrolled_at: '2026-01-05T10:00:00Z' }).execute();
+    await db.insertInto('lesson_progress').values({ org_id: orgId, membership_id: membershipId, programme_id: programmeId, lesson_id: lessonIds[0]!, first_visit_at: '2026-01-06T10:00:00Z', last_visit_at: '2026-01-06T10:00:00Z' }).execute();
+    const enrolledAt = async () => (await db.selectFrom('lesson_progress').select('enrolled_at').where('membership_id', '=', membershipId).executeTakeFirstOrThrow()).enrolled_at;
+    expect(await enrolledAt()).toEqual(new Date('2026-01-05T10:00:00Z'));
+    await db.updateTable('programme_enrolments').set({ enrolled_at: '2025-12-20T10:00:00Z' }).where('membership_id', '=', membershipId).execute();
+    expect(await enrolledAt()).toEqual(new Date('2025-12-20T10:00:00Z'));
+  });
+
+  it('copies the attempt (learner, programme, number, Paris day) onto each quiz answer', async () => {
+    const { db } = database;
+    const { orgId } = await createOrgWithKeys(db);
+    const { membershipId } = await addLearner(db, orgId, { email: 'f@exemple.fr' });
+    const { programmeId, lessonIds } = await programmeWithLessons(orgId, 6);
+    await db.insertInto('programme_enrolments').values({ org_id: orgId, membership_id: membershipId, programme_id: programmeId }).execute();
+    const question = await db.insertInto('quiz_questions').values({ org_id: orgId, lesson_id: lessonIds[0]!, position: 1, wording: 'Q ?', options: ['a', 'b'], correct_option: 'a' })
+      .returning('id').executeTakeFirstOrThrow();
+    // 23:30 UTC on 31 December is already 1 January in Paris.
+    const attempt = await db.insertInto('quiz_attempts').values({
+      org_id: orgId, membership_id: membershipId, programme_id: programmeId, lesson_id: lessonIds[0]!, attempt_no: 2, score: 100, passed: true, completed_at: '2025-12-31T23:30:00Z',
+    }).returning(['id', 'completed_day']).executeTakeFirstOrThrow();
+    expect(attempt.completed_day).toBe('2026-01-01');
+    await db.insertInto('quiz_answers').values({ org_id: orgId, attempt_id: attempt.id, question_id: question.id, position: 1, chosen_option: 'a', is_correct: true, answered_at: '2025-12-31T23:29:00Z' }).execute();
+    const copied = () => db.selectFrom('quiz_answers').select(['membership_id', 'programme_id', 'attempt_no', 'attempt_day']).where('attempt_id', '=', attempt.id).executeTakeFirstOrThrow();
+    expect(await copied()).toEqual({ membership_id: membershipId, programme_id: programmeId, attempt_no: 2, attempt_day: '2026-01-01' });
+    await db.updateTable('quiz_attempts').set({ completed_at: '2026-02-03T10:00:00Z', attempt_no: 3 }).where('id', '=', attempt.id).execute();
+    expect(await copied()).toMatchObject({ attempt_no: 3, attempt_day: '2026-02-03' });
   });
 
   it('allows one certificate per enrolment, with a completion score only on certificates', async () => {

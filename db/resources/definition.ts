@@ -40,6 +40,8 @@ export interface ResourceDefinition<Row extends Record<string, unknown> = Record
    * unique keys only, in the same order and with the fewest joins. Counting reads these.
    */
   keys?(db: DB, filter: ResourceFilter): SelectQueryBuilder<Database, any, any>;
+  /** Optional, instead of `keys`: the number of the filter's rows, computed without listing them. */
+  count?(db: DB, filter: ResourceFilter): Promise<number>;
   /**
    * Optional: the rows of one window of the order, built for that window only (a deep offset then
    * skips cheap keys, not rendered rows). Same rows, same order as `select` with limit and offset.

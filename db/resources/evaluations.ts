@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { DB } from '../../src/database';
-import { ouiNon, parisDate, parisDay } from '../render';
+import { ouiNon } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalDayFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
@@ -20,12 +20,12 @@ export interface EvaluationRow extends Record<string, unknown> {
 
 /**
  * The quiz attempts a request sees (alias `qa`), in the order of `evaluations` and `quiz-answers`:
- * Paris day of the attempt, attempt number, then the attempt (quiz_attempts_*_order_idx).
+ * Paris day of the attempt, attempt number, then the attempt (quiz_attempts_*_order_idx, index-only).
  */
 export function attemptsInScope(db: DB, filter: ResourceFilter) {
   return db.selectFrom('quiz_attempts as qa')
-    .where(scopeCondition({ org: 'qa.org_id', membership: 'qa.membership_id', programme: 'qa.programme_id' }, naturalDayFilter(sql.ref('qa.completed_at'), filter), filter))
-    .orderBy(parisDay(sql.ref('qa.completed_at'))).orderBy('qa.attempt_no').orderBy('qa.id');
+    .where(scopeCondition({ org: 'qa.org_id', membership: 'qa.membership_id', programme: 'qa.programme_id' }, naturalDayFilter(sql.ref('qa.completed_day'), filter), filter))
+    .orderBy('qa.completed_day').orderBy('qa.attempt_no').orderBy('qa.id');
 }
 
 export const evaluationsResource: ResourceDefinition<EvaluationRow> = {
@@ -51,7 +51,7 @@ export const evaluationsResource: ResourceDefinition<EvaluationRow> = {
         'qa.attempt_no as tentative',
         'qa.score as score',
         ouiNon(sql.ref('qa.passed')).as('reussi'),
-        parisDate(sql.ref('qa.completed_at')).as('date'),
+        sql<string>`to_char(qa.completed_day, 'YYYY-MM-DD')`.as('date'),
       ]);
   },
   keys: (db, filter) => attemptsInScope(db, filter).select('qa.id'),

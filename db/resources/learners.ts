@@ -1,12 +1,13 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { DB } from '../../src/database';
-import { parisDate, parisYearStart } from '../render';
+import { parisDate } from '../render';
 import { attendanceInScope } from './attendance';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
 import { documentsInScope } from './documents';
 import { enrolmentsInScope, isCompleteCondition } from './enrollments';
 import { attemptsInScope } from './evaluations';
 import { loginsInScope } from './logins';
+import { yearStart } from './natural-date';
 import { surveysInScope } from './satisfaction';
 
 export interface LearnerRow extends Record<string, unknown> {
@@ -45,35 +46,37 @@ function membersInScope(db: DB, filter: ResourceFilter) {
 const ofMembers = (column: string) => sql<boolean>`${sql.ref(column)} in (select id from members)`;
 
 /**
- * Minutes of activity in the year per learner: the length of the union of all intervals, and of
- * the course and AI-lab intervals. Intervals are clipped to the year and to whole minutes, so the
- * parts add up exactly. An interval lasts at most a day (a check of the table), so the year's are
- * found from a range on their start (activity_intervals_org_start_idx).
+ * Minutes of activity in the year of the learner `mb`: the length of the union of all intervals,
+ * and of the course and AI-lab intervals. Intervals are clipped to the year and to whole minutes,
+ * so the parts add up exactly. In start order, an interval adds what lies beyond the latest end
+ * before it (of any kind, or of its kind). One learner at a time, on their index in start order:
+ * the cost follows the learners asked for. An interval lasts at most a day (a check of the table),
+ * so the year's are found from a range on their start.
  */
 function activityMinutes(filter: ResourceFilter) {
-  const start = parisYearStart(filter.year);
-  const end = parisYearStart(filter.year + 1);
+  const start = yearStart(filter.year);
+  const end = yearStart(filter.year + 1);
+  const beyond = (previousEnd: string) => sql`greatest(e - greatest(s, coalesce(${sql.ref(previousEnd)}, s)), interval '0')`;
+  const minutes = (total: RawBuilder<unknown>) => sql`(coalesce(extract(epoch from ${total}), 0) / 60)::int`;
   return sql`
-    select membership_id,
-      (sum(greatest(extract(epoch from e - greatest(s, coalesce(all_end, s))), 0)) / 60)::int as active,
-      (sum(greatest(extract(epoch from e - greatest(s, coalesce(kind_end, s))), 0)) filter (where kind = 'cours') / 60)::int as course,
-      (sum(greatest(extract(epoch from e - greatest(s, coalesce(kind_end, s))), 0)) filter (where kind = 'labia') / 60)::int as lab
+    select ${minutes(sql`sum(${beyond('all_end')})`)} as active,
+      ${minutes(sql`sum(${beyond('course_end')}) filter (where kind = 'cours')`)} as course,
+      ${minutes(sql`sum(${beyond('lab_end')}) filter (where kind = 'labia')`)} as lab
     from (
-      select membership_id, kind, s, e,
-        max(e) over (partition by membership_id order by s, e rows between unbounded preceding and 1 preceding) as all_end,
-        max(e) over (partition by membership_id, kind order by s, e rows between unbounded preceding and 1 preceding) as kind_end
+      select kind, s, e, max(e) over w as all_end,
+        max(e) filter (where kind = 'cours') over w as course_end,
+        max(e) filter (where kind = 'labia') over w as lab_end
       from (
-        select ai.membership_id, ai.kind,
+        select ai.kind, ai.started_at,
           date_trunc('minute', greatest(ai.started_at, ${start})) as s,
           date_trunc('minute', least(ai.ended_at, ${end})) as e
         from activity_intervals ai
-        where ai.org_id = ${filter.orgId}
+        where ai.membership_id = mb.id
           and ai.started_at >= ${start} - interval '1 day' and ai.started_at < ${end} and ai.ended_at > ${start}
-          and ${ofMembers('ai.membership_id')}
       ) clipped
       where e > s
-    ) ordered
-    group by membership_id`;
+      window w as (order by started_at, e rows between unbounded preceding and 1 preceding)
+    ) ordered`;
 }
 
 function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
@@ -126,7 +129,7 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
       s.nps as nps
     from members mb
     left join (${logins}) lg on lg.membership_id = mb.id
-    left join (${activityMinutes(detail)}) t on t.membership_id = mb.id
+    left join lateral (${activityMinutes(detail)}) t on true
     left join (${enrolments}) pe on pe.membership_id = mb.id
     left join (${attempts}) qa on qa.membership_id = mb.id
     left join (${attendance}) ta on ta.membership_id = mb.id

@@ -51,8 +51,12 @@ export async function pageResourceRows(db: DB, definition: ResourceDefinition, f
   return definition.selectWindow(db, filter, window).execute();
 }
 
-/** Counts a resource's rows, on its keys when it has them. */
-export async function countResourceRows(db: DB, definition: ResourceDefinition, filter: ResourceFilter, cap: number | null) {
+/** Counts a resource's rows: its own count, else on its keys, else on its rows. */
+export async function countResourceRows(db: DB, definition: ResourceDefinition, filter: ResourceFilter, cap: number | null): Promise<CountedRows> {
+  if (definition.count) {
+    const n = await definition.count(db, filter);
+    return cap !== null && n > cap ? { total: cap, truncated: true } : { total: n, truncated: false };
+  }
   return countRows(db, definition.keys ? definition.keys(db, filter) : definition.select(db, filter), cap);
 }
 

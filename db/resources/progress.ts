@@ -1,10 +1,10 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { DB } from '../../src/database';
 import { ouiNon, parisDate } from '../render';
-import type { ResourceDefinition, ResourceFilter } from './definition';
+import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
 import { programmeLessonCount, progressPercent } from './enrollments';
 import { naturalTimestampFilter } from './natural-date';
-import { scopeCondition, windowByKeys } from './scope';
+import { scopeCondition } from './scope';
 
 export interface ProgressRow extends Record<string, unknown> {
   apprenant: string | null;
@@ -20,24 +20,93 @@ export interface ProgressRow extends Record<string, unknown> {
   derniere_visite_le: string | null;
 }
 
-/**
- * Every lesson of every enrolment a request sees (aliases `pe`, `l`, `mo`, `p`, the learner `m`
- * and `a`, and the learner's progress `lp` when the lesson was opened), in order: programme slug,
- * module, lesson, email. The natural date is the last visit, else the enrolment.
+/*
+ * `progress` is every lesson of every enrolment in scope, the lesson opened or not, in the order
+ * programme slug, module, lesson, email; its natural date is the last visit, else the enrolment.
+ * Rows of unopened lessons do not exist in a table, so no index holds that order. Instead the rows
+ * are counted per lesson (from the enrolments and the organisation's visits, without building
+ * them), which places each lesson's block in the order; a page then builds only the blocks it
+ * overlaps and sorts them by email.
  */
-export function lessonsInScope(db: DB, filter: ResourceFilter) {
-  return db.selectFrom('programme_enrolments as pe')
-    .innerJoin('programmes as p', 'p.id', 'pe.programme_id')
-    .innerJoin('lessons as l', 'l.programme_id', 'pe.programme_id')
-    .innerJoin('modules as mo', 'mo.id', 'l.module_id')
-    .innerJoin('memberships as m', 'm.id', 'pe.membership_id')
-    .innerJoin('accounts as a', 'a.id', 'm.account_id')
-    .leftJoin('lesson_progress as lp', (join) => join.onRef('lp.membership_id', '=', 'pe.membership_id').onRef('lp.lesson_id', '=', 'l.id'))
-    .where(scopeCondition({ org: 'pe.org_id', membership: 'pe.membership_id', programme: 'pe.programme_id' }, naturalTimestampFilter(sql`coalesce(lp.last_visit_at, pe.enrolled_at)`, filter), filter))
-    .orderBy('p.slug').orderBy('mo.position').orderBy('l.position').orderBy('a.email');
+
+const enrolmentScope = (filter: ResourceFilter) =>
+  scopeCondition({ org: 'pe.org_id', membership: 'pe.membership_id', programme: 'pe.programme_id' }, sql<boolean>`true`, filter);
+
+/** Common table expressions: `placed` holds each lesson's rank, row count `n` and first position `first`. */
+function lessonBlocks(filter: ResourceFilter): RawBuilder<unknown> {
+  const lessonScope = filter.programmeId ? sql`and l.programme_id = ${filter.programmeId}` : sql``;
+  const visitScope = scopeCondition({ org: 'lp.org_id', membership: 'lp.membership_id', programme: 'lp.programme_id' }, sql<boolean>`true`, filter);
+  return sql`
+    enrolled as materialized (
+      select pe.membership_id, pe.programme_id, ${naturalTimestampFilter(sql.ref('pe.enrolled_at'), filter)} as enrolled_in_range
+      from programme_enrolments pe where ${enrolmentScope(filter)}
+    ),
+    ordered_lessons as materialized (
+      select l.id as lesson_id, l.programme_id, row_number() over (order by p.slug, mo.position, l.position) as rank
+      from lessons l join modules mo on mo.id = l.module_id join programmes p on p.id = l.programme_id
+      where l.org_id = ${filter.orgId} ${lessonScope}
+    ),
+    visited as (
+      select lp.lesson_id,
+        count(*) filter (where ${naturalTimestampFilter(sql.ref('lp.last_visit_at'), filter)}) as in_range,
+        count(*) filter (where ${naturalTimestampFilter(sql.ref('lp.enrolled_at'), filter)}) as enrolled_in_range
+      from lesson_progress lp
+      where ${visitScope}
+      group by lp.lesson_id
+    ),
+    per_programme as (
+      select programme_id, count(*) filter (where enrolled_in_range) as enrolled_in_range from enrolled group by programme_id
+    ),
+    counted as (
+      -- An unopened lesson's row is in range when the enrolment is; an opened one when its last visit is.
+      select ol.lesson_id, ol.programme_id, ol.rank,
+        coalesce(pp.enrolled_in_range, 0) - coalesce(v.enrolled_in_range, 0) + coalesce(v.in_range, 0) as n
+      from ordered_lessons ol
+      left join per_programme pp on pp.programme_id = ol.programme_id
+      left join visited v on v.lesson_id = ol.lesson_id
+    ),
+    placed as (select *, (sum(n) over (order by rank) - n)::int as first from counted)`;
 }
 
-const rowKey = sql`(pe.id, l.id)`;
+/** The rows of the lessons of `placed` that overlap the window (all of them without a window). */
+function progressRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
+  const overlaps = window ? sql`and b.first < ${window.offset + window.limit} and b.first + b.n > ${window.offset}` : sql``;
+  const inWindow = window ? sql`where r.first + r.nth - 1 >= ${window.offset} and r.first + r.nth - 1 < ${window.offset + window.limit}` : sql``;
+  const rows = sql`(
+    with ${lessonBlocks(filter)},
+    blocks as (
+      select b.rank, b.first, pe.id as enrolment_id, pe.membership_id, pe.programme_id, pe.lessons_viewed, b.lesson_id,
+        a.name, a.email, lp.viewed, lp.visits, lp.active_seconds, lp.last_visit_at,
+        row_number() over (partition by b.lesson_id order by a.email) as nth
+      from placed b
+      join programme_enrolments pe on pe.programme_id = b.programme_id and ${enrolmentScope(filter)}
+      join memberships m on m.id = pe.membership_id
+      join accounts a on a.id = m.account_id
+      left join lesson_progress lp on lp.membership_id = pe.membership_id and lp.lesson_id = b.lesson_id
+      where b.n > 0 ${overlaps}
+        and ${naturalTimestampFilter(sql`coalesce(lp.last_visit_at, pe.enrolled_at)`, filter)}
+    )
+    select r.* from blocks r ${inWindow}
+  )`;
+  return db.selectFrom(rows.as('pe'))
+    .innerJoin('lessons as l', 'l.id', sql.ref('pe.lesson_id') as never)
+    .innerJoin('modules as mo', 'mo.id', 'l.module_id')
+    .innerJoin('programmes as p', 'p.id', 'l.programme_id')
+    .select([
+      sql<string | null>`pe.name`.as('apprenant'),
+      sql<string>`pe.email`.as('email'),
+      'p.title as programme',
+      'p.slug as programme_slug',
+      progressPercent(programmeLessonCount).as('pourcentage_programme'),
+      'mo.title as module',
+      'l.title as lecon',
+      ouiNon(sql`coalesce(pe.viewed, false)`).as('vue'),
+      sql<number>`coalesce(pe.visits, 0)`.as('visites'),
+      sql<number>`round(coalesce(pe.active_seconds, 0) / 60.0)::int`.as('temps_min'),
+      parisDate(sql.ref('pe.last_visit_at')).as('derniere_visite_le'),
+    ])
+    .orderBy(sql`pe.rank`).orderBy(sql`pe.email`);
+}
 
 export const progressResource: ResourceDefinition<ProgressRow> = {
   name: 'progress',
@@ -45,23 +114,10 @@ export const progressResource: ResourceDefinition<ProgressRow> = {
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
-  select(db, filter) {
-    return lessonsInScope(db, filter).select([
-      'a.name as apprenant',
-      'a.email as email',
-      'p.title as programme',
-      'p.slug as programme_slug',
-      progressPercent(programmeLessonCount).as('pourcentage_programme'),
-      'mo.title as module',
-      'l.title as lecon',
-      ouiNon(sql`coalesce(lp.viewed, false)`).as('vue'),
-      sql<number>`coalesce(lp.visits, 0)`.as('visites'),
-      sql<number>`round(coalesce(lp.active_seconds, 0) / 60.0)::int`.as('temps_min'),
-      parisDate(sql.ref('lp.last_visit_at')).as('derniere_visite_le'),
-    ]);
-  },
-  keys: (db, filter) => lessonsInScope(db, filter).select(['pe.id as enrolment_id', 'l.id as lesson_id']),
-  selectWindow(db, filter, window) {
-    return windowByKeys(this.select(db, filter), rowKey, this.keys!(db, filter), window);
+  select: (db, filter) => progressRows(db, filter, null) as never,
+  selectWindow: (db, filter, window) => progressRows(db, filter, window) as never,
+  async count(db, filter) {
+    const result = await sql<{ n: number }>`with ${lessonBlocks(filter)} select coalesce(sum(n), 0)::int as n from placed`.execute(db);
+    return result.rows[0]!.n;
   },
 };

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import type { DB } from '../../src/database';
-import { ouiNon, parisDate, parisDateTime } from '../render';
+import { ouiNon, parisDateTime } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
-import { attemptsInScope } from './evaluations';
-import { windowByKeys } from './scope';
+import { naturalDayFilter } from './natural-date';
+import { scopeCondition, windowByKeys } from './scope';
 
 export interface QuizAnswerRow extends Record<string, unknown> {
   apprenant: string | null;
@@ -26,12 +26,13 @@ export interface QuizAnswerRow extends Record<string, unknown> {
 
 /**
  * The answers a request sees (alias `ans`), in order: the attempts' order (day, attempt number,
- * attempt), then the question's position in the quiz, then the answer.
+ * attempt), then the question's position in the quiz, then the answer. Each answer carries its
+ * attempt's learner, programme, number and day, so this is one index (quiz_answers_*_order_idx).
  */
 export function answersInScope(db: DB, filter: ResourceFilter) {
-  return attemptsInScope(db, filter)
-    .innerJoin('quiz_answers as ans', 'ans.attempt_id', 'qa.id')
-    .orderBy('ans.position').orderBy('ans.id');
+  return db.selectFrom('quiz_answers as ans')
+    .where(scopeCondition({ org: 'ans.org_id', membership: 'ans.membership_id', programme: 'ans.programme_id' }, naturalDayFilter(sql.ref('ans.attempt_day'), filter), filter))
+    .orderBy('ans.attempt_day').orderBy('ans.attempt_no').orderBy('ans.attempt_id').orderBy('ans.position').orderBy('ans.id');
 }
 
 export const quizAnswersResource: ResourceDefinition<QuizAnswerRow> = {
@@ -42,6 +43,7 @@ export const quizAnswersResource: ResourceDefinition<QuizAnswerRow> = {
   filtersByProgramme: true,
   select(db, filter) {
     return answersInScope(db, filter)
+      .innerJoin('quiz_attempts as qa', 'qa.id', 'ans.attempt_id')
       .innerJoin('quiz_questions as q', 'q.id', 'ans.question_id')
       .innerJoin('memberships as m', 'm.id', 'qa.membership_id')
       .innerJoin('accounts as a', 'a.id', 'm.account_id')
@@ -55,7 +57,7 @@ export const quizAnswersResource: ResourceDefinition<QuizAnswerRow> = {
         'p.slug as programme_slug',
         'mo.title as module',
         'l.title as lecon',
-        'qa.attempt_no as tentative',
+        'ans.attempt_no as tentative',
         'qa.score as score_tentative',
         ouiNon(sql.ref('qa.passed')).as('reussi'),
         'q.wording as question',
@@ -64,7 +66,7 @@ export const quizAnswersResource: ResourceDefinition<QuizAnswerRow> = {
         'q.correct_option as bonne_reponse',
         ouiNon(sql.ref('ans.is_correct')).as('correct'),
         parisDateTime(sql.ref('ans.answered_at')).as('repondu_le'),
-        parisDate(sql.ref('qa.completed_at')).as('date'),
+        sql<string>`to_char(ans.attempt_day, 'YYYY-MM-DD')`.as('date'),
       ]);
   },
   keys: (db, filter) => answersInScope(db, filter).select('ans.id'),

@@ -25,8 +25,9 @@ type AnySelect<Row = any> = SelectQueryBuilder<Database, any, Row>;
 
 /**
  * A window of `select` that builds only the window's rows: the window is taken on the cheap ordered
- * keys, and `select` (which orders itself) is restricted to them.
+ * keys, and `select` (which orders itself) is restricted to them. `= any(array(...))` makes the
+ * keys one value computed first, so the planner looks the rows up by key instead of joining all.
  */
 export function windowByKeys<Row>(select: AnySelect<Row>, key: RawBuilder<unknown>, keys: AnySelect, window: RowWindow): AnySelect<Row> {
-  return select.where(sql<boolean>`${key} in (${keys.limit(window.limit).offset(window.offset)})`);
+  return select.where(sql<boolean>`${key} = any(array(${keys.limit(window.limit).offset(window.offset)}))`);
 }

@@ -90,6 +90,8 @@ export interface LessonProgressTable {
   active_seconds: Generated<number>;
   first_visit_at: Timestamp;
   last_visit_at: Timestamp;
+  /** The enrolment's date, copied by a trigger (`progress` counts on one index): never write it. */
+  enrolled_at: ColumnType<Date, Date | string | undefined, never>;
 }
 
 export interface TutoringSessionsTable {
@@ -150,6 +152,8 @@ export interface QuizAttemptsTable {
   score: number;
   passed: boolean;
   completed_at: Timestamp;
+  /** Generated: the Paris day of completed_at, 'YYYY-MM-DD'. */
+  completed_day: ColumnType<string, never, never>;
 }
 
 export interface QuizAnswersTable {
@@ -159,6 +163,12 @@ export interface QuizAnswersTable {
   question_id: string;
   /** The question's position in the quiz (copied from quiz_questions.position). */
   position: number;
+  /** Copied from the attempt by a trigger (quiz-answers pages on one index): never write them. */
+  membership_id: ColumnType<string, string | undefined, never>;
+  programme_id: ColumnType<string, string | undefined, never>;
+  attempt_no: ColumnType<number, number | undefined, never>;
+  /** The attempt's Paris day, 'YYYY-MM-DD'. */
+  attempt_day: ColumnType<string, string | undefined, never>;
   chosen_option: string;
   is_correct: boolean;
   answered_at: Timestamp;
