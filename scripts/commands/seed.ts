@@ -1,0 +1,36 @@
+import { findOrganisation } from '../../db/organisations';
+import { type AdminCommand, positiveInteger, requiredUuid, UsageError } from '../command';
+import { seedOrganisation } from '../seed/generate';
+import { ProgressBar } from '../seed/progress-bar';
+
+export const commands: AdminCommand[] = [
+  {
+    name: 'seed',
+    usage: '--org ID --learners N [--seed S] [--year AAAA]',
+    description: 'Peuple une organisation d’apprenants fictifs et de deux années civiles de données de suivi (déterministe : même --seed, mêmes données).',
+    options: { org: { type: 'string' }, learners: { type: 'string' }, seed: { type: 'string' }, year: { type: 'string' } },
+    async run(context) {
+      const orgId = requiredUuid(context.values, 'org');
+      const learners = positiveInteger(context.values, 'learners');
+      const seed = positiveInteger(context.values, 'seed', 1);
+      const year = context.values.year === undefined ? undefined : positiveInteger(context.values, 'year');
+      if (year !== undefined && (year < 2000 || year > 2100)) throw new UsageError('--year doit être une année entre 2000 et 2100.');
+      if (!(await findOrganisation(context.db, orgId))) throw new UsageError(`Aucune organisation ${orgId}.`);
+      const bar = new ProgressBar('Génération', learners);
+      const started = Date.now();
+      let result;
+      try {
+        result = await seedOrganisation(context.db, {
+          orgId, learners, seed, year,
+          onProgress: (done, rows) => bar.update(done, `${rows.toLocaleString('fr-FR')} lignes`),
+        });
+      } catch (error) {
+        if (error instanceof Error && /déjà été peuplée|futur/.test(error.message)) throw new UsageError(error.message);
+        throw error;
+      }
+      const rows = Object.values(result.rows).reduce((a, b) => a + b, 0);
+      bar.finish(`${rows.toLocaleString('fr-FR')} lignes`);
+      return { ...result, total_rows: rows, seconds: Math.round((Date.now() - started) / 100) / 10 };
+    },
+  },
+];

@@ -1,0 +1,43 @@
+/**
+ * The generator's clock: days counted from 1 January of the first year, and minutes within a
+ * Paris day. Activity happens between 07:00 and 23:59, away from the daylight-saving switch at
+ * night, so a day's UTC offset taken at noon is exact for every generated instant.
+ */
+const offsetFormat = new Intl.DateTimeFormat('en-US', { timeZone: 'Europe/Paris', timeZoneName: 'shortOffset' });
+
+function parisOffsetMinutes(instant: number): number {
+  const name = offsetFormat.formatToParts(new Date(instant)).find((part) => part.type === 'timeZoneName')!.value;
+  const match = /GMT([+-]\d+)(?::(\d+))?/.exec(name);
+  if (!match) return 0;
+  const hours = Number(match[1]);
+  return hours * 60 + Math.sign(hours) * Number(match[2] ?? 0);
+}
+
+export class ParisCalendar {
+  /** UTC milliseconds of each day's Paris midnight. */
+  private readonly midnights: number[] = [];
+  readonly days: number;
+
+  /** The whole Paris days from 1 January of `firstYear` to `until`. */
+  constructor(readonly firstYear: number, until: Date) {
+    const midnightOf = (day: number) => Date.UTC(firstYear, 0, 1 + day) - parisOffsetMinutes(Date.UTC(firstYear, 0, 1 + day, 12)) * 60_000;
+    // Whole days only: a day is in when it has ended by `until` (no activity after `until`).
+    for (let day = 0; midnightOf(day + 1) <= until.getTime(); day++) this.midnights.push(midnightOf(day));
+    this.days = this.midnights.length;
+  }
+
+  /** The instant of a minute of a Paris day (minute 0 = midnight). */
+  at(day: number, minute: number): Date {
+    return new Date(this.midnights[day]! + minute * 60_000);
+  }
+
+  /** 'YYYY-MM-DD' of a day. */
+  date(day: number): string {
+    return new Date(Date.UTC(this.firstYear, 0, 1 + day)).toISOString().slice(0, 10);
+  }
+
+  /** Day of the week, 0 = Monday. */
+  weekday(day: number): number {
+    return (new Date(Date.UTC(this.firstYear, 0, 1 + day)).getUTCDay() + 6) % 7;
+  }
+}

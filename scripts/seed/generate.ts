@@ -1,0 +1,566 @@
+import { sql } from 'kysely';
+import { findOrganisation } from '../../db/organisations';
+import type { DB } from '../../src/database';
+import { currentParisYear, formatParisDate } from '../../src/paris-time';
+import { RowBuffer, writeBatch } from './bulk-insert';
+import { ParisCalendar } from './calendar';
+import { programmeTemplates, type ProgrammeTemplate, trainerNames } from './catalogue';
+import { hashText, Random } from './random';
+import * as words from './vocabulary';
+
+export interface SeedOptions {
+  orgId: string;
+  learners: number;
+  /** Same seed, same data (for the same `year` and, in the current year, the same day). */
+  seed?: number;
+  /** The later of the two calendar years generated; default: the current Paris year. */
+  year?: number;
+  /** Nothing happens after this instant (whole Paris days before it); default: now. */
+  now?: Date;
+  /** After each batch: learners done, rows written so far. */
+  onProgress?: (learnersDone: number, rowsWritten: number) => void;
+}
+
+export interface SeedResult {
+  org: string;
+  learners: number;
+  seed: number;
+  programmes: string[];
+  from: string;
+  to: string;
+  rows: Record<string, number>;
+}
+
+interface Question { id: string; position: number; correct: string }
+interface Lesson {
+  id: string; index: number; estimatedMinutes: number; hasQuiz: boolean; isMilestone: boolean; passScore: number; questions: Question[];
+  options: string[][];
+}
+interface Programme { id: string; index: number; slug: string; template: ProgrammeTemplate; lessons: Lesson[]; moduleTopics: string[] }
+interface SessionSlot { id: string; attendees: number }
+/** How a learner studies: pace (days between sessions), skill, drop-out risk, lab use, devices. */
+interface Traits { gap: number; skill: number; dropRate: number; labUser: boolean; agents: (string | null)[]; ips: string[] }
+
+const dayEnd = 23 * 60 + 59;
+const learnersPerBatch = 250;
+
+/** Accents off, lower case, words joined by dashes: the local part of a generated email. */
+function emailWord(text: string): string {
+  return text.normalize('NFD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+}
+
+function buffers() {
+  return {
+    accounts: new RowBuffer('accounts', { id: 'uuid', email: 'text', name: 'text', created_at: 'time', first_login_at: 'time' }),
+    memberships: new RowBuffer('memberships', { id: 'uuid', org_id: 'uuid', account_id: 'uuid', status: 'text', invited_at: 'time', joined_at: 'time', created_at: 'time' }),
+    licences: new RowBuffer('licences', { org_id: 'uuid', type: 'text', status: 'text', membership_id: 'uuid', assigned_at: 'time', activated_at: 'time', revoked_at: 'time', created_at: 'time' }),
+    programme_enrolments: new RowBuffer('programme_enrolments', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', enrolled_at: 'time' }),
+    tutoring_sessions: new RowBuffer('tutoring_sessions', { id: 'uuid', org_id: 'uuid', programme_id: 'uuid', title: 'text', starts_at: 'time', planned_minutes: 'int', trainer_name: 'text' }),
+    tutoring_attendance: new RowBuffer('tutoring_attendance', { id: 'uuid', org_id: 'uuid', session_id: 'uuid', membership_id: 'uuid', present: 'bool', connected_minutes: 'int', signed_by_learner: 'bool', signed_by_trainer: 'bool' }),
+    activity_intervals: new RowBuffer('activity_intervals', { org_id: 'uuid', membership_id: 'uuid', kind: 'text', started_at: 'time', ended_at: 'time', programme_id: 'uuid', lesson_id: 'uuid', attendance_id: 'uuid' }),
+    logins: new RowBuffer('logins', { org_id: 'uuid', membership_id: 'uuid', started_at: 'time', ended_at: 'time', ip: 'inet', user_agent: 'text' }),
+    lesson_progress: new RowBuffer('lesson_progress', { org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', lesson_id: 'uuid', viewed: 'bool', visits: 'int', active_seconds: 'int', first_visit_at: 'time', last_visit_at: 'time', enrolled_at: 'time' }),
+    quiz_attempts: new RowBuffer('quiz_attempts', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', lesson_id: 'uuid', attempt_no: 'int', score: 'int', passed: 'bool', completed_at: 'time' }),
+    quiz_answers: new RowBuffer('quiz_answers', {
+      org_id: 'uuid', attempt_id: 'uuid', question_id: 'uuid', position: 'int', chosen_option: 'text', is_correct: 'bool', answered_at: 'time',
+      // What the copying trigger fills in when triggers run.
+      membership_id: 'uuid', programme_id: 'uuid', attempt_no: 'int', attempt_day: 'date',
+    }),
+    documents: new RowBuffer('documents', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', type: 'text', issued_at: 'time', hours: 'numeric', completion_score: 'int' }),
+    satisfaction_surveys: new RowBuffer('satisfaction_surveys', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', rating: 'int', nps: 'int', verbatim: 'text', answered_at: 'time' }),
+    tutoring_ratings: new RowBuffer('tutoring_ratings', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', session_id: 'uuid', session_rating: 'int', trainer_rating: 'int', comment: 'text', submitted_at: 'time' }),
+    lesson_ratings: new RowBuffer('lesson_ratings', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', lesson_id: 'uuid', rating: 'int', comment: 'text', submitted_at: 'time' }),
+  };
+}
+type Buffers = ReturnType<typeof buffers>;
+
+/** Writes the organisation's catalogue: programmes, courses, modules, lessons and quiz questions. */
+async function writeCatalogue(db: DB, orgId: string, ids: Random, random: Random): Promise<Programme[]> {
+  const tables = {
+    programmes: new RowBuffer('programmes', { id: 'uuid', org_id: 'uuid', slug: 'text', title: 'text' }),
+    courses: new RowBuffer('courses', { id: 'uuid', org_id: 'uuid', programme_id: 'uuid', position: 'int', title: 'text' }),
+    modules: new RowBuffer('modules', { id: 'uuid', org_id: 'uuid', programme_id: 'uuid', course_id: 'uuid', position: 'int', title: 'text' }),
+    lessons: new RowBuffer('lessons', {
+      id: 'uuid', org_id: 'uuid', programme_id: 'uuid', module_id: 'uuid', position: 'int', key: 'text', title: 'text',
+      estimated_minutes: 'int', has_quiz: 'bool', is_milestone: 'bool', pass_score: 'int',
+    }),
+    quiz_questions: new RowBuffer('quiz_questions', { id: 'uuid', org_id: 'uuid', lesson_id: 'uuid', position: 'int', wording: 'text', options: 'text[]', correct_option: 'text' }),
+  };
+  const programmes = programmeTemplates.map((template, index) => {
+    const programme: Programme = { id: ids.uuid(), index, slug: template.slug, template, lessons: [], moduleTopics: [] };
+    tables.programmes.add(programme.id, orgId, template.slug, template.title);
+    let modulePosition = 0;
+    template.courses.forEach((course, courseIndex) => {
+      const courseId = ids.uuid();
+      tables.courses.add(courseId, orgId, programme.id, courseIndex + 1, course.title);
+      for (const module of course.modules) {
+        const moduleId = ids.uuid();
+        modulePosition++;
+        tables.modules.add(moduleId, orgId, programme.id, courseId, modulePosition, module.title);
+        const topic = module.title.replace(/^Module \d+ — /, '');
+        programme.moduleTopics.push(topic);
+        const titles = [...module.lessons.map((title) => ({ title, kind: 'lesson' })), { title: `Quiz — ${topic}`, kind: 'quiz' }, { title: `Bilan du module ${modulePosition}`, kind: 'milestone' }];
+        titles.forEach(({ title, kind }, lessonIndex) => {
+          const lesson: Lesson = {
+            id: ids.uuid(), index: programme.lessons.length, estimatedMinutes: kind === 'lesson' ? random.int(8, 25) : kind === 'quiz' ? 10 : 5,
+            hasQuiz: kind === 'quiz', isMilestone: kind === 'milestone', passScore: 70, questions: [], options: [],
+          };
+          tables.lessons.add(lesson.id, orgId, programme.id, moduleId, lessonIndex + 1, `${template.slug}-m${modulePosition}-l${lessonIndex + 1}`, title,
+            lesson.estimatedMinutes, lesson.hasQuiz, lesson.isMilestone, lesson.passScore);
+          if (lesson.hasQuiz) {
+            random.sample(template.questions, Math.min(template.questions.length, random.int(5, 8))).forEach((question, questionIndex) => {
+              const options = random.sample(question.options, question.options.length);
+              const id = ids.uuid();
+              tables.quiz_questions.add(id, orgId, lesson.id, questionIndex + 1, question.wording, options, question.correct);
+              lesson.questions.push({ id, position: questionIndex + 1, correct: question.correct });
+              lesson.options.push(options);
+            });
+          }
+          programme.lessons.push(lesson);
+        });
+      }
+    });
+    return programme;
+  });
+  for (const table of Object.values(tables)) await table.flush(db);
+  return programmes;
+}
+
+interface Identity { accountId: string; membershipId: string; name: string; email: string }
+
+/** Names and emails of the learners, unique in the organisation and across the platform's accounts. */
+async function identities(db: DB, count: number, random: Random, ids: Random, allowedDomains: string[]): Promise<Identity[]> {
+  const taken = new Set<string>();
+  const people = Array.from({ length: count }, () => {
+    const first = random.pick(words.firstNames);
+    const last = random.pick(words.lastNames);
+    const domain = allowedDomains.length > 0 ? random.pick(allowedDomains)
+      : random.chance(0.25) ? random.pick(words.companyDomains) : random.weighted(words.mailDomains);
+    return { accountId: ids.uuid(), membershipId: ids.uuid(), name: `${first} ${last}`, local: `${emailWord(first)}.${emailWord(last)}`, domain, email: '' };
+  });
+  const place = (person: (typeof people)[number]) => {
+    for (let n = 1; ; n++) {
+      const email = `${person.local}${n === 1 ? '' : n}@${person.domain}`;
+      if (!taken.has(email)) {
+        taken.add(email);
+        person.email = email;
+        return;
+      }
+    }
+  };
+  people.forEach(place);
+  // Addresses that already have an account elsewhere on the platform get the next free number.
+  for (;;) {
+    const existing = new Set<string>();
+    for (let start = 0; start < people.length; start += 5000) {
+      const emails = people.slice(start, start + 5000).map((p) => p.email);
+      const rows = await sql<{ email: string }>`select email from accounts where email = any(${emails}::text[])`.execute(db);
+      for (const row of rows.rows) existing.add(row.email);
+    }
+    if (existing.size === 0) break;
+    for (const email of existing) taken.add(email);
+    people.filter((p) => existing.has(p.email)).forEach(place);
+  }
+  return people.map(({ accountId, membershipId, name, email }) => ({ accountId, membershipId, name, email }));
+}
+
+/** What one learner does, from enrolment to today: every row of theirs goes to the buffers. */
+class LearnerSimulation {
+  private readonly studyDays = new Set<number>();
+  private readonly tutoringDays = new Set<number>();
+  private readonly logins: { start: Date; end: Date | null; ip: string; agent: string | null }[] = [];
+  private readonly enrolledAt = new Map<Programme, Date>();
+  private traits: Traits = { gap: 1, skill: 0.5, dropRate: 0, labUser: false, agents: [null], ips: [] };
+
+  constructor(
+    private readonly world: World,
+    private readonly person: Identity,
+    private readonly r: Random,
+  ) {}
+
+  run(): void {
+    const { r, world, person } = this;
+    const { calendar, out, orgId } = world;
+    const lastDay = calendar.days - 1;
+    const status = r.weighted([['actif', 82], ['invité', 10], ['suspendu', 8]] as const);
+    const joinDay = status === 'invité' ? r.int(Math.max(0, lastDay - 150), lastDay) : r.int(0, Math.max(0, lastDay - 14));
+    const invitedFirst = status === 'invité' || r.chance(0.75);
+    const inviteDay = invitedFirst ? (status === 'invité' ? joinDay : Math.max(0, joinDay - r.int(0, 6))) : null;
+    const inviteMinute = r.int(8 * 60, 18 * 60);
+    const joinMinute = inviteDay === joinDay ? Math.min(22 * 60, inviteMinute + r.int(5, 240)) : r.int(8 * 60, 20 * 60);
+    const invitedAt = inviteDay === null ? null : calendar.at(inviteDay, inviteMinute);
+    const joinedAt = status === 'invité' ? null : calendar.at(joinDay, joinMinute);
+    const since = (invitedAt ?? joinedAt)!;
+    const suspendedDay = status === 'suspendu' ? Math.min(lastDay, joinDay + r.int(20, 300)) : null;
+    const active = status !== 'invité' && !(status === 'actif' && r.chance(0.04));
+    // Study happens on whole days before the suspension, if any.
+    const activityEnd = suspendedDay ?? calendar.days;
+
+    const chosen = r.sample(world.programmes.flatMap((p) => Array.from({ length: p.template.popularity }, () => p)), 20)
+      .filter((p, i, all) => all.indexOf(p) === i).slice(0, r.weighted([[1, 40], [2, 35], [3, 25]] as const));
+    const tutored = chosen.some((p) => p.template.tutored) && r.chance(0.35);
+    const traits = this.traits = {
+      gap: r.pick([1, 2, 3, 4, 6, 9]),
+      skill: 0.45 + r.next() * 0.5,
+      dropRate: r.pick([0.003, 0.008, 0.015, 0.04]),
+      labUser: r.chance(0.5),
+      agents: r.sample(words.userAgents, r.int(1, 2)).map((agent) => (r.chance(0.02) ? null : agent)),
+      ips: Array.from({ length: r.int(1, 3) }, () => this.ip()),
+    };
+
+    chosen.forEach((programme, order) => {
+      const startDay = order === 0 ? joinDay : joinDay + r.int(15, 200);
+      if (order > 0 && (startDay >= activityEnd - 7 || status === 'invité')) return;
+      const enrolledAt = order === 0 ? since : calendar.at(startDay, r.int(8 * 60, 19 * 60));
+      out.programme_enrolments.add(world.ids.uuid(), orgId, person.membershipId, programme.id, enrolledAt);
+      this.enrolledAt.set(programme, enrolledAt);
+      if (status === 'invité') return;
+      const pifDay = startDay + r.int(0, 2);
+      if (pifDay <= lastDay) {
+        const estimated = programme.lessons.reduce((sum, lesson) => sum + lesson.estimatedMinutes, 0) / 60;
+        out.documents.add(world.ids.uuid(), orgId, person.membershipId, programme.id, 'PIF', calendar.at(pifDay, r.int(8 * 60, 19 * 60)), Math.round(estimated * 2) / 2, null);
+      }
+      if (!active) return;
+      const studiedUntil = this.study(programme, startDay, activityEnd, traits);
+      if (tutored && programme.template.tutored) this.tutoring(programme, startDay, Math.min(studiedUntil + 1, activityEnd));
+    });
+
+    // The learner's account and licence, in the state their story left them in.
+    this.logins.sort((a, b) => a.start.getTime() - b.start.getTime());
+    const firstLogin = this.logins[0]?.start ?? null;
+    const last = this.logins[this.logins.length - 1];
+    if (last && status === 'actif' && last.start.getTime() > calendar.at(Math.max(0, lastDay - 6), 0).getTime() && r.chance(0.2)) last.end = null;
+    for (const login of this.logins) out.logins.add(orgId, person.membershipId, login.start, login.end, login.ip, login.agent);
+    const name = status === 'invité' && r.chance(0.8) ? null : person.name;
+    out.accounts.add(person.accountId, person.email, name, since, firstLogin);
+    out.memberships.add(person.membershipId, orgId, person.accountId, status, invitedAt, joinedAt, since);
+    const licenceStatus = status === 'suspendu' ? 'révoquée' : firstLogin ? 'activée' : 'attribuée';
+    out.licences.add(orgId, tutored ? 'tutorat' : 'standard', licenceStatus, person.membershipId, since, firstLogin,
+      suspendedDay === null ? null : calendar.at(suspendedDay, r.int(9 * 60, 18 * 60)), since);
+    world.licencesUsed[tutored ? 'tutorat' : 'standard']++;
+  }
+
+  private ip(): string {
+    const { r } = this;
+    if (r.chance(0.1)) {
+      const hex = () => r.int(0, 0xffff).toString(16);
+      return `2a01:cb${r.int(0, 0xff).toString(16).padStart(2, '0')}:${hex()}:${hex()}::${hex()}`;
+    }
+    const [a, b] = r.pick(words.ipv4Prefixes);
+    return `${a}.${b + r.int(0, 63)}.${r.int(0, 255)}.${r.int(1, 254)}`;
+  }
+
+  private login(day: number, startMinute: number, endMinute: number, traits: Traits): void {
+    const ip = this.r.chance(0.8) ? traits.ips[0]! : this.r.pick(traits.ips);
+    this.logins.push({ start: this.world.calendar.at(day, startMinute), end: this.world.calendar.at(day, endMinute), ip, agent: this.r.pick(traits.agents) });
+  }
+
+  /** Study sessions in one programme; returns the last day of study. */
+  private study(programme: Programme, startDay: number, activityEnd: number, traits: Traits): number {
+    const { r, world, person } = this;
+    const { calendar, out, orgId } = world;
+    const lessons = programme.lessons;
+    const state = lessons.map(() => ({ visits: 0, seconds: 0, first: null as Date | null, last: null as Date | null, viewed: false, attempts: 0, best: -1, rated: false }));
+    let next = 0;
+    let pendingQuiz: number | null = null;
+    let day = startDay + r.int(0, 2);
+    let lastStudy = startDay;
+    let sessions = 0;
+    while (day < activityEnd) {
+      if (this.studyDays.has(day)) {
+        day++;
+        continue;
+      }
+      this.studyDays.add(day);
+      sessions++;
+      lastStudy = day;
+      const start = r.weighted([[r.int(8 * 60, 11 * 60 + 30), 35], [r.int(12 * 60, 13 * 60 + 30), 15], [r.int(14 * 60, 17 * 60 + 30), 30], [r.int(18 * 60, 20 * 60 + 30), 20]] as const);
+      let t = start;
+      const planned = r.int(1, 3);
+      for (let visited = 0; visited < planned && t < 22 * 60; visited++) {
+        const index: number = pendingQuiz ?? (r.chance(0.15) && next > 0 ? r.int(0, next - 1) : next);
+        if (index >= lessons.length) break;
+        const lesson = lessons[index]!;
+        const lessonState = state[index]!;
+        const reading = Math.max(3, Math.round(lesson.estimatedMinutes * (0.6 + r.next() * 1.2)));
+        // Reading comes in one to three stretches of activity with idle pauses between them.
+        const stretches = reading >= 8 ? r.int(1, Math.min(5, Math.floor(reading / 4))) : 1;
+        const pieces: [number, number][] = [];
+        let clock = t;
+        for (let piece = 0, left = reading; piece < stretches; piece++) {
+          const length = piece === stretches - 1 ? left : Math.max(2, Math.round(left / (stretches - piece) * (0.6 + r.next() * 0.8)));
+          pieces.push([clock, clock + length]);
+          left -= length;
+          clock += length + (piece < stretches - 1 ? r.int(1, 4) : 0);
+        }
+        if (clock > 23 * 60 + 30) break;
+        const visitStart = calendar.at(day, t);
+        lessonState.visits++;
+        lessonState.first ??= visitStart;
+        lessonState.last = visitStart;
+        if (!lessonState.viewed && r.chance(0.93)) lessonState.viewed = true;
+        if (lesson.hasQuiz && lessonState.viewed && lessonState.best < lesson.passScore && lessonState.attempts < 4) {
+          pendingQuiz = null;
+          // Attempts at the end of the visit; a failed one is retried at once, or at the next session.
+          for (;;) {
+            const questions = lesson.questions.length;
+            if (clock + questions + 1 > dayEnd) break;
+            const attemptNo = ++lessonState.attempts;
+            const startOfQuiz = clock;
+            clock += questions + 1;
+            const attemptId = world.ids.uuid();
+            let correct = 0;
+            lesson.questions.forEach((question, q) => {
+              const right = r.chance(Math.min(0.97, traits.skill + 0.08 * (attemptNo - 1)));
+              if (right) correct++;
+              const options = lesson.options[q]!;
+              const chosen = right ? question.correct : r.pick(options.filter((o) => o !== question.correct));
+              out.quiz_answers.add(orgId, attemptId, question.id, question.position, chosen, right, calendar.at(day, startOfQuiz + q + 1),
+                person.membershipId, programme.id, attemptNo, calendar.date(day));
+            });
+            const score = questions === 0 ? 100 : Math.round((100 * correct) / questions);
+            const passed = score >= lesson.passScore;
+            out.quiz_attempts.add(attemptId, orgId, person.membershipId, programme.id, lesson.id, attemptNo, score, passed, calendar.at(day, clock));
+            lessonState.best = Math.max(lessonState.best, score);
+            if (passed || lessonState.attempts >= 4) break;
+            if (!r.chance(0.5)) {
+              pendingQuiz = index;
+              break;
+            }
+            clock += r.int(1, 4);
+          }
+        } else if (pendingQuiz === index) {
+          pendingQuiz = null;
+        }
+        if (lesson.isMilestone && lessonState.viewed && !lessonState.rated && r.chance(0.45)) {
+          lessonState.rated = true;
+          out.lesson_ratings.add(world.ids.uuid(), orgId, person.membershipId, programme.id, lesson.id, r.weighted([[5, 40], [4, 38], [3, 15], [2, 5], [1, 2]] as const),
+            r.chance(0.3) ? r.pick(words.lessonComments) : null, calendar.at(day, clock));
+        }
+        // The quiz, if any, continues the last stretch.
+        pieces[pieces.length - 1]![1] = clock;
+        for (const [from, to] of pieces) {
+          lessonState.seconds += (to - from) * 60;
+          out.activity_intervals.add(orgId, person.membershipId, 'cours', calendar.at(day, from), calendar.at(day, to), programme.id, lesson.id, null);
+        }
+        while (next < lessons.length && state[next]!.viewed) next++;
+        t = clock + r.int(0, 4);
+      }
+      let end = t;
+      // The AI lab, opened during the course: its interval overlaps the course ones.
+      if (traits.labUser && r.chance(0.4) && t > start) {
+        const labStart = r.int(start, Math.max(start, t - 3));
+        const labEnd = Math.min(dayEnd - 2, labStart + r.int(5, 45));
+        out.activity_intervals.add(orgId, person.membershipId, 'labia', calendar.at(day, labStart), calendar.at(day, labEnd), programme.id, null, null);
+        end = Math.max(end, labEnd);
+      }
+      this.login(day, Math.max(0, start - r.int(0, 3)), Math.min(dayEnd, end + r.int(0, 5)), traits);
+      // A short visit without study now and then (checking a date, a document).
+      if (r.chance(0.3) && day + 1 < activityEnd && !this.studyDays.has(day + 1)) {
+        this.studyDays.add(day + 1);
+        const quick = r.int(8 * 60, 21 * 60);
+        this.login(day + 1, quick, quick + r.int(1, 8), traits);
+      }
+
+      if (state.every((s) => s.viewed)) {
+        this.complete(programme, day, Math.min(dayEnd, end + r.int(1, 20)), state);
+        return day;
+      }
+      if (r.chance(traits.dropRate * (1 + sessions / 20))) break;
+      day += r.int(1, traits.gap * 2);
+    }
+    this.lessonProgress(programme, state);
+    // Some who stop answer the survey anyway.
+    if (sessions >= 3 && r.chance(0.15)) this.survey(programme, lastStudy + r.int(1, 20), activityEnd);
+    return lastStudy;
+  }
+
+  private lessonProgress(programme: Programme, state: { visits: number; seconds: number; first: Date | null; last: Date | null; viewed: boolean }[]): void {
+    const { world, person } = this;
+    state.forEach((s, index) => {
+      if (s.visits === 0) return;
+      world.out.lesson_progress.add(world.orgId, person.membershipId, programme.id, programme.lessons[index]!.id, s.viewed, s.visits, s.seconds, s.first, s.last,
+        this.enrolledAt.get(programme));
+    });
+  }
+
+  /** Every lesson viewed: the certificate, then perhaps the satisfaction survey. */
+  private complete(programme: Programme, day: number, minute: number, state: { visits: number; seconds: number; first: Date | null; last: Date | null; viewed: boolean; best: number }[]): void {
+    const { r, world, person } = this;
+    this.lessonProgress(programme, state);
+    const quizzes = programme.lessons.filter((lesson) => lesson.hasQuiz).map((lesson) => Math.max(0, state[lesson.index]!.best));
+    const score = quizzes.length === 0 ? 100 : Math.round(quizzes.reduce((a, b) => a + b, 0) / quizzes.length);
+    const hours = Math.round(state.reduce((sum, s) => sum + s.seconds, 0) / 360) / 10;
+    world.out.documents.add(world.ids.uuid(), world.orgId, person.membershipId, programme.id, 'Attestation', world.calendar.at(day, minute), hours, score);
+    if (r.chance(0.7)) this.survey(programme, day + r.int(0, 10), world.calendar.days);
+  }
+
+  private survey(programme: Programme, day: number, limit: number): void {
+    const { r, world, person } = this;
+    if (day >= Math.min(limit, world.calendar.days)) return;
+    const rating = r.weighted([[5, 45], [4, 35], [3, 13], [2, 5], [1, 2]] as const);
+    const nps = Math.min(10, Math.max(0, [0, 2, 4, 6, 8, 9][rating]! + r.int(-1, 1) + (rating === 5 ? r.int(0, 1) : 0)));
+    world.out.satisfaction_surveys.add(world.ids.uuid(), world.orgId, person.membershipId, programme.id, rating, nps,
+      r.chance(0.55) ? r.pick(words.surveyVerbatims) : null, world.calendar.at(day, r.int(8 * 60, 21 * 60)));
+  }
+
+  /** Fortnightly tutoring workshops of the programme while the learner follows it. */
+  private tutoring(programme: Programme, fromDay: number, untilDay: number): void {
+    const { r, world, person } = this;
+    const { calendar, out, orgId } = world;
+    // Even programmes meet on Tuesdays at 14:00 for 90 minutes, odd ones on Thursdays at 18:00 for 60.
+    const weekday = programme.index % 2 === 0 ? 1 : 3;
+    const [minute, planned] = programme.index % 2 === 0 ? [14 * 60, 90] : [18 * 60, 60];
+    let day = fromDay + 1;
+    while (day < untilDay && calendar.weekday(day) !== weekday) day++;
+    for (; day < untilDay; day += 14) {
+      if (this.tutoringDays.has(day)) continue;
+      this.tutoringDays.add(day);
+      const sessionId = world.session(programme, day, minute, planned);
+      const present = r.chance(0.85);
+      const late = present ? r.int(0, 10) : 0;
+      const connected = present ? Math.max(15, planned - late - r.int(0, 10)) : 0;
+      const attendanceId = world.ids.uuid();
+      out.tutoring_attendance.add(attendanceId, orgId, sessionId, person.membershipId, present, connected, present && r.chance(0.92), present && r.chance(0.97));
+      if (!present) continue;
+      // The tutoring interval is exactly the connected time, so temps_tutorat_min fits in temps_actif_min.
+      out.activity_intervals.add(orgId, person.membershipId, 'tutorat', calendar.at(day, minute + late), calendar.at(day, minute + late + connected), programme.id, null, attendanceId);
+      if (!this.studyDays.has(day)) this.login(day, minute + late - r.int(0, 3), minute + late + connected + r.int(0, 3), this.traits);
+      if (r.chance(0.5)) {
+        const legacy = day < world.legacyUntilDay;
+        out.tutoring_ratings.add(world.ids.uuid(), orgId, person.membershipId, sessionId, legacy ? null : r.weighted([[5, 45], [4, 35], [3, 14], [2, 4], [1, 2]] as const),
+          r.weighted([[5, 50], [4, 33], [3, 12], [2, 3], [1, 2]] as const), r.chance(0.35) ? r.pick(words.tutoringComments) : null,
+          calendar.at(day, Math.min(dayEnd, minute + planned + r.int(5, 240))));
+      }
+    }
+  }
+}
+
+/** What the simulations share: the calendar, the catalogue, the buffers and the tutoring groups. */
+class World {
+  readonly licencesUsed = { standard: 0, tutorat: 0 };
+  /** Ratings of sessions before this day are legacy imports, without a session rating. */
+  readonly legacyUntilDay: number;
+  private readonly sessions = new Map<string, SessionSlot[]>();
+
+  constructor(
+    readonly orgId: string,
+    readonly calendar: ParisCalendar,
+    readonly programmes: Programme[],
+    readonly out: Buffers,
+    readonly ids: Random,
+  ) {
+    this.legacyUntilDay = 120;
+  }
+
+  /** A workshop group of the programme at that time with a free seat (groups of twelve). */
+  session(programme: Programme, day: number, minute: number, planned: number): string {
+    const key = `${programme.index}:${day}`;
+    const groups = this.sessions.get(key) ?? [];
+    this.sessions.set(key, groups);
+    let group = groups.find((g) => g.attendees < 12);
+    if (!group) {
+      group = { id: this.ids.uuid(), attendees: 0 };
+      groups.push(group);
+      const topic = programme.moduleTopics[Math.floor(day / 14) % programme.moduleTopics.length]!;
+      const number = groups.length;
+      this.out.tutoring_sessions.add(group.id, this.orgId, programme.id, `Atelier tutoré — ${topic}${number > 1 ? ` (groupe ${number})` : ''}`,
+        this.calendar.at(day, minute), planned, trainerNames[(programme.index * 3 + number) % trainerNames.length]);
+    }
+    group.attendees++;
+    return group.id;
+  }
+}
+
+/**
+ * Bulk loading skips row triggers (foreign-key checks, the enrolment-summary trigger) when the
+ * database role may do so (superuser: the embedded PostgreSQL): the generator writes consistent
+ * rows by construction, and the summaries are then computed once. Otherwise everything is checked.
+ */
+async function skipTriggersIfAllowed(trx: DB): Promise<boolean> {
+  const role = await sql<{ superuser: boolean }>`select rolsuper as superuser from pg_roles where rolname = current_user`.execute(trx);
+  if (!role.rows[0]?.superuser) return false;
+  await sql`set local session_replication_role = replica`.execute(trx);
+  return true;
+}
+
+/** What the lesson_progress trigger maintains, for a whole organisation at once. */
+async function refreshEnrolmentSummaries(trx: DB, orgId: string): Promise<void> {
+  await sql`update programme_enrolments pe
+    set lessons_viewed = s.viewed, first_visit_at = s.first_visit, last_visit_at = s.last_visit
+    from (
+      select membership_id, programme_id, count(*) filter (where viewed)::int as viewed, min(first_visit_at) as first_visit, max(last_visit_at) as last_visit
+      from lesson_progress where org_id = ${orgId} group by membership_id, programme_id
+    ) s
+    where pe.membership_id = s.membership_id and pe.programme_id = s.programme_id`.execute(trx);
+  await sql`set local session_replication_role = origin`.execute(trx);
+}
+
+const flushOrder: (keyof Buffers)[] = [
+  'accounts', 'memberships', 'licences', 'programme_enrolments', 'tutoring_sessions', 'tutoring_attendance', 'activity_intervals', 'logins',
+  'lesson_progress', 'quiz_attempts', 'quiz_answers', 'documents', 'satisfaction_surveys', 'tutoring_ratings', 'lesson_ratings',
+];
+
+/**
+ * Seeds an organisation with `learners` learners and two calendar years of learning data: the
+ * catalogue, accounts, memberships and licences in every state, and what each learner did. One
+ * transaction; rows are written in bulk. Historical data: no webhook event is recorded.
+ */
+export async function seedOrganisation(db: DB, options: SeedOptions): Promise<SeedResult> {
+  const seed = options.seed ?? 1;
+  const now = options.now ?? new Date();
+  const year = options.year ?? currentParisYear(now);
+  const organisation = await findOrganisation(db, options.orgId);
+  if (!organisation) throw new Error(`Aucune organisation ${options.orgId}.`);
+  const until = new Date(Math.min(now.getTime(), Date.UTC(year + 1, 0, 1) - 3600_000));
+  const calendar = new ParisCalendar(year - 1, until);
+  if (calendar.days < 30) throw new Error(`L’année ${year} commence dans le futur : rien à générer.`);
+
+  const existing = await db.selectFrom('programmes').select('slug').where('org_id', '=', organisation.id)
+    .where('slug', 'in', programmeTemplates.map((p) => p.slug)).execute();
+  if (existing.length > 0) throw new Error(`L’organisation a déjà les programmes générés (${existing.map((p) => p.slug).join(', ')}) : elle a déjà été peuplée.`);
+
+  const root = new Random(seed);
+  const ids = new Random(hashText(`${seed}:${organisation.id}`));
+  return db.transaction().execute(async (trx) => {
+    const fastLoad = await skipTriggersIfAllowed(trx);
+    const programmes = await writeCatalogue(trx, organisation.id, ids, root.fork());
+    const people = await identities(trx, options.learners, root.fork(), ids, organisation.allowed_email_domains);
+    const out = buffers();
+    const world = new World(organisation.id, calendar, programmes, out, ids);
+    const learnerSeeds = root.fork();
+    let written = 0;
+    // The database writes one batch while the next one is generated.
+    let writing: Promise<void> = Promise.resolve();
+    for (let i = 0; i < people.length; i++) {
+      new LearnerSimulation(world, people[i]!, learnerSeeds.fork()).run();
+      if ((i + 1) % learnersPerBatch === 0 || i === people.length - 1) {
+        const batches = flushOrder.map((name) => out[name].take());
+        const done = i + 1;
+        await writing;
+        writing = (async () => {
+          for (const batch of batches) written += await writeBatch(trx, batch);
+          options.onProgress?.(done, written);
+        })();
+      }
+      // Let the pending statements of the previous batch go out between learners.
+      if (i % 20 === 19) await new Promise((resolve) => setImmediate(resolve));
+    }
+    await writing;
+    if (fastLoad) await refreshEnrolmentSummaries(trx, organisation.id);
+    // Spare licences, never assigned.
+    for (const [type, used] of Object.entries(world.licencesUsed)) {
+      await sql`insert into licences (org_id, type) select ${organisation.id}, ${type} from generate_series(1, ${Math.max(1, Math.ceil(used * 0.05))})`.execute(trx);
+    }
+    const rows = Object.fromEntries(flushOrder.map((name) => [name, out[name].taken]));
+    return {
+      org: organisation.id,
+      learners: people.length,
+      seed,
+      programmes: programmes.map((p) => p.slug),
+      from: `${year - 1}-01-01`,
+      to: formatParisDate(calendar.at(calendar.days - 1, 12 * 60)),
+      rows,
+    };
+  });
+}
