@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEndpoint } from '../db/webhooks';
 import { generateWebhookSecret } from '../src/webhooks/signature';
+import { currentParisYear } from '../src/paris-time';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
 import { admin, adminFailure } from './support/admin';
@@ -66,10 +67,19 @@ describe('simulate', () => {
     expect(await countOf('satisfaction_surveys', org.orgId)).toBe(result.by_type['satisfaction.submitted'] ?? 0);
     const app = await buildTestApp(database.db);
     try {
-      const users = (await app.inject({ url: '/v1/users', headers: bearer(org.readKey) })).json();
+      const read = async (resource: string) => (await app.inject({ url: `/v1/${resource}?year=${currentParisYear()}&limit=1000`, headers: bearer(org.readKey) })).json();
+      const users = await read('users');
       expect(users.data.map((u: { statut: string; licence_statut: string }) => [u.statut, u.licence_statut])).toEqual([
         ['actif', 'activée'], ['actif', 'activée'], ['actif', 'activée'],
       ]);
+      // The read resources show what the events announced.
+      expect((await read('logins')).pagination.total).toBe(3);
+      expect((await read('evaluations')).pagination.total).toBe(result.by_type['quiz.completed'] ?? 0);
+      expect((await read('documents')).pagination.total).toBe(result.by_type['programme.completed'] ?? 0);
+      expect((await read('satisfaction')).pagination.total).toBe(result.by_type['satisfaction.submitted'] ?? 0);
+      const enrollments = await read('enrollments');
+      expect(enrollments.pagination.total).toBe(4);
+      expect(enrollments.data.filter((e: { lecons_vues: number }) => e.lecons_vues > 0).length).toBeGreaterThanOrEqual(1);
     } finally {
       await app.close();
     }
