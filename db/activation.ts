@@ -1,15 +1,7 @@
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { DB } from '../src/database';
 import { recordEvent } from './events';
-
-/**
- * RFC 3339 with milliseconds and the Paris offset (`2026-01-14T09:05:21.640+01:00`), the date-time
- * format of webhook data. Paris is always ahead of UTC, so the sign is always `+`.
- */
-export function parisRfc3339(timestamp: RawBuilder<unknown>): RawBuilder<string> {
-  return sql<string>`to_char(${timestamp} at time zone 'Europe/Paris', 'YYYY-MM-DD"T"HH24:MI:SS.MS')
-    || '+' || to_char((${timestamp} at time zone 'Europe/Paris') - (${timestamp} at time zone 'UTC'), 'HH24:MI')`;
-}
+import { parisRfc3339 } from './render';
 
 export interface Activation {
   /** false when the call changed nothing (already activated, or not a learner of the organisation). */

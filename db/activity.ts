@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { DB } from '../src/database';
-import { parisTimestamp } from '../src/webhooks/envelope';
+import { formatParisRfc3339 } from '../src/paris-time';
 import { activateOnFirstLogin } from './activation';
 import { type EventLearner, recordEvent } from './events';
 
@@ -95,7 +95,7 @@ export async function openLesson(db: DB, visit: {
       orgId: visit.orgId, type: 'course.started',
       data: {
         learner: await learnerOf(trx, visit.orgId, visit.membershipId), course_id: lesson.course_id, programme,
-        first_started_at: parisTimestamp(visit.openedAt),
+        first_started_at: formatParisRfc3339(visit.openedAt),
       },
     });
     return { courseStarted: true, eventId: event.id };
@@ -144,11 +144,11 @@ export async function completeQuiz(db: DB, attempt: {
         learner: await learnerOf(trx, attempt.orgId, attempt.membershipId),
         programme,
         lesson: { key: lesson.key, title: lesson.title, module_title: lesson.module_title, course_id: lesson.course_id },
-        attempt_number: attemptNo, score, passed, completed_at: parisTimestamp(attempt.completedAt),
+        attempt_number: attemptNo, score, passed, completed_at: formatParisRfc3339(attempt.completedAt),
         answers: answered.map(({ question, answer, isCorrect }) => ({
           question: question.wording, options: question.options, chosen_label: answer.chosenOption,
           correct_label: question.correct_option, is_correct: isCorrect, attempt_no: attemptNo,
-          answered_at: parisTimestamp(answer.answeredAt),
+          answered_at: formatParisRfc3339(answer.answeredAt),
         })),
       },
     });
@@ -185,7 +185,7 @@ export async function issueCertificate(db: DB, certificate: { orgId: string; mem
       data: {
         learner: await learnerOf(trx, certificate.orgId, certificate.membershipId), programme,
         total_hours: issued.hours, completion_score: issued.completion_score,
-        attestation_issued_at: parisTimestamp(certificate.issuedAt),
+        attestation_issued_at: formatParisRfc3339(certificate.issuedAt),
       },
     });
     return { issued: true as const, documentId: issued.id, eventId: event.id };
@@ -206,7 +206,7 @@ export async function submitSatisfaction(db: DB, survey: {
       orgId: survey.orgId, type: 'satisfaction.submitted',
       data: {
         learner: await learnerOf(trx, survey.orgId, survey.membershipId), programme,
-        rating: survey.rating, nps: survey.nps, verbatim: survey.verbatim, answered_at: parisTimestamp(survey.answeredAt),
+        rating: survey.rating, nps: survey.nps, verbatim: survey.verbatim, answered_at: formatParisRfc3339(survey.answeredAt),
       },
     });
     return { surveyId: id, eventId: event.id };

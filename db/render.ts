@@ -29,3 +29,13 @@ export function ouiNon(condition: Expression<unknown> | RawBuilder<unknown>): Ra
 export function parisYearStart(year: number): RawBuilder<Date> {
   return sql<Date>`make_timestamptz(${year}, 1, 1, 0, 0, 0, 'Europe/Paris')`;
 }
+
+/**
+ * RFC 3339 with milliseconds and the Paris offset (`2026-01-14T09:05:21.640+01:00`): the date-time
+ * format of webhook payloads, precise enough for receivers to order events. Paris is always ahead
+ * of UTC (+01:00 or +02:00), so the sign is always `+`.
+ */
+export function parisRfc3339(timestamp: Expression<unknown> | RawBuilder<unknown>): RawBuilder<string> {
+  return sql<string>`(to_char(${timestamp} at time zone 'Europe/Paris', 'YYYY-MM-DD"T"HH24:MI:SS.MS')
+    || '+' || to_char((${timestamp} at time zone 'Europe/Paris') - (${timestamp} at time zone 'UTC'), 'HH24:MI'))`;
+}

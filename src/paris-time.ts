@@ -22,3 +22,19 @@ export function formatParisDate(date: Date): string {
 export function currentParisYear(now: Date = new Date()): number {
   return Number(parts(now).year);
 }
+
+const parisInstant = new Intl.DateTimeFormat('en-CA', {
+  timeZone: 'Europe/Paris', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit',
+  second: '2-digit', fractionalSecondDigits: 3, hourCycle: 'h23', timeZoneName: 'longOffset',
+});
+
+/**
+ * RFC 3339 with milliseconds and the Paris offset (`2026-03-12T16:42:06.128+01:00`): the date-time
+ * format of webhook payloads. `parisRfc3339` of db/render.ts is the same in SQL (a test holds them
+ * to the same output).
+ */
+export function formatParisRfc3339(instant: Date): string {
+  const p = Object.fromEntries(parisInstant.formatToParts(instant).map((part) => [part.type, part.value]));
+  const offset = p.timeZoneName === 'GMT' ? '+00:00' : p.timeZoneName!.slice(3);
+  return `${p.year}-${p.month}-${p.day}T${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond}${offset}`;
+}

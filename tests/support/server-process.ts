@@ -42,7 +42,8 @@ export async function startServerProcess(databaseUrl: string, environment: Recor
     output: () => output,
     stop(signal = 'SIGTERM') {
       return new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve(child.exitCode);
+        // Already gone (an exit, or a signal such as a test's kill -9): nothing to wait for.
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
         child.once('exit', (code) => resolve(code));
         child.kill(signal);
       });
