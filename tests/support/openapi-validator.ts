@@ -55,3 +55,11 @@ export function documentedHeaders(path: string, method: string, status: number):
   const response = deref(document.paths[path][method.toLowerCase()].responses[String(status)]);
   return Object.keys(response?.headers ?? {}).map((name) => name.toLowerCase());
 }
+
+/** The errors of a webhook body against the schema of its type in the `webhooks` section (empty: valid). */
+export function webhookBodyErrors(body: { type: string }): string[] {
+  const reference = document.webhooks?.[body.type]?.post?.requestBody?.content?.['application/json']?.schema?.$ref as string | undefined;
+  if (!reference) return [`aucun schéma pour le type « ${body.type} »`];
+  const validate = ajv.getSchema(`openapi.yaml${reference}`)!;
+  return validate(body) ? [] : (validate.errors ?? []).map((error) => `${error.instancePath} ${error.message}`);
+}

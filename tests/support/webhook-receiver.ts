@@ -1,7 +1,4 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { Ajv2020 } from 'ajv/dist/2020';
-import addFormats from 'ajv-formats';
-import { loadOpenapiDocument } from '../../src/openapi-document';
 
 /** One request as a webhook receiver saw it. */
 export interface ReceivedWebhook {
@@ -85,18 +82,4 @@ export async function eventually<T>(read: () => Promise<T>, accept: (value: T) =
   }
 }
 
-const openapi = loadOpenapiDocument();
-const ajv = new Ajv2020({ strict: false, allErrors: true });
-addFormats(ajv);
-ajv.addSchema({ $id: 'openapi.yaml', components: openapi.components });
-
-/**
- * The errors of a webhook body against the schema openapi.yaml's `webhooks` section gives for its
- * type (an empty list when it conforms).
- */
-export function webhookBodyErrors(body: { type: string }): string[] {
-  const reference = openapi.webhooks?.[body.type]?.post?.requestBody?.content?.['application/json']?.schema?.$ref as string | undefined;
-  if (!reference) return [`aucun schéma pour le type « ${body.type} »`];
-  const validate = ajv.getSchema(`openapi.yaml${reference}`)!;
-  return validate(body) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
-}
+export { webhookBodyErrors } from './openapi-validator';
