@@ -1,6 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createApiKey } from '../db/api-keys';
+import { seedOrganisation } from '../scripts/seed/generate';
 import { addLicences, countOrganisations, createOrganisation } from '../db/organisations';
 import { displayPrefix, generateApiKey, hashApiKey } from './api-keys';
 import type { Config } from './config';
@@ -12,6 +13,9 @@ export interface DemoKeys {
   readKey: string;
   writeKey: string;
 }
+
+/** Learners of the demo organisation (README, "Two commands"). */
+export const demoLearners = 300;
 
 function demoKeysFile(config: Config): string {
   return path.resolve(config.dataDir, 'demo-keys.json');
@@ -36,6 +40,9 @@ export async function seedDemoOnFirstStart(db: DB, config: Config): Promise<Demo
       }
       return { orgId: organisation.id, orgName: organisation.name, readKey, writeKey };
     });
+    // Its learners and two calendar years of their learning data, from the generator (historical
+    // data: no webhook event). A few hundred, so that the first start stays quick.
+    await seedOrganisation(db, { orgId: keys.orgId, learners: demoLearners, seed: 1 });
     await mkdir(path.dirname(demoKeysFile(config)), { recursive: true });
     await writeFile(demoKeysFile(config), JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
     return keys;

@@ -1,0 +1,158 @@
+import { readFileSync } from 'node:fs';
+import { type CompiledQuery, sql } from 'kysely';
+import pg from 'pg';
+import { resources } from '../../db/resources';
+import type { ResourceDefinition, ResourceFilter } from '../../db/resources/definition';
+import { allowedWindow, countQuery } from '../../db/resources/list';
+import { currentParisYear } from '../../src/paris-time';
+import { createOrgWithKeys } from '../../tests/support/factories';
+import { seedOrganisation } from '../seed/generate';
+import { openBenchDatabase, percentile, report, startServerProcess } from './support';
+
+/**
+ * Issue 3: the learning resources on an organisation of 10,000 generated learners (next to a
+ * second organisation), each figure side by side with the same SQL run straight through pg, the
+ * limit. 1,000-row JSON pages (first and deep), `learners` for a whole year, and the full CSV
+ * export of the largest resource against `COPY (query) TO STDOUT WITH CSV`, with the server's
+ * peak memory.
+ */
+const learners = Number(process.env.BENCH_LEARNERS ?? 10_000);
+const samples = Number(process.env.BENCH_SAMPLES ?? 40);
+const cap = 100_000;
+const largeResources = ['logins', 'quiz-answers', 'progress', 'evaluations', 'enrollments', 'attendance'] as const;
+
+const database = await openBenchDatabase('bench_resources');
+const org = await createOrgWithKeys(database.db, { name: 'Organisme du banc' });
+const other = await createOrgWithKeys(database.db, { name: 'Autre organisme' });
+let started = Date.now();
+const seeded = await seedOrganisation(database.db, { orgId: org.orgId, learners, seed: 1 });
+const seedSeconds = (Date.now() - started) / 1000;
+await seedOrganisation(database.db, { orgId: other.orgId, learners: Math.ceil(learners / 10), seed: 2 });
+await sql`vacuum analyze`.execute(database.db);
+
+const year = currentParisYear();
+const filter: ResourceFilter = { orgId: org.orgId, year, updatedSince: null, membershipId: null, programmeId: null };
+const direct = [new pg.Client({ connectionString: database.url }), new pg.Client({ connectionString: database.url })];
+await Promise.all(direct.map((client) => client.connect()));
+
+const run = (client: pg.Client, query: CompiledQuery) => client.query(query.sql, query.parameters as unknown[]);
+
+/** Wall time of one call, in milliseconds. */
+async function timed(action: () => Promise<unknown>): Promise<number> {
+  const start = process.hrtime.bigint();
+  await action();
+  return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+async function series(action: () => Promise<unknown>): Promise<{ p50: number; p99: number }> {
+  await action();
+  const times: number[] = [];
+  for (let i = 0; i < samples; i++) times.push(await timed(action));
+  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+/** What the list handler runs for a JSON page: the count and the page, in parallel. */
+function pageQueries(definition: ResourceDefinition, offset: number): (() => Promise<unknown>)[] {
+  const window = allowedWindow(1000, offset, cap)!;
+  const page = definition.selectWindow
+    ? definition.selectWindow(database.db, filter, window).compile()
+    : definition.select(database.db, filter).limit(window.limit).offset(window.offset).compile();
+  const count = definition.count
+    ? () => definition.count!(database.db, filter)
+    : () => run(direct[1]!, countQuery(definition.keys ? definition.keys(database.db, filter) : definition.select(database.db, filter), cap).compile(database.db));
+  return [() => run(direct[0]!, page), count];
+}
+
+/** A compiled query with its parameters written in, for COPY (which takes none). */
+function inline(query: CompiledQuery): string {
+  const literal = (value: unknown) => value === null ? 'null' : typeof value === 'number' ? String(value)
+    : `'${(value instanceof Date ? value.toISOString() : String(value)).replace(/'/g, "''")}'`;
+  return query.parameters.reduceRight<string>((text, value, i) => text.replaceAll(new RegExp(`\\$${i + 1}(?!\\d)`, 'g'), literal(value)), query.sql);
+}
+
+/** COPY (query) TO STDOUT WITH CSV through pg: rows and seconds (pg hands copy data to the connection). */
+async function copyOut(query: CompiledQuery): Promise<{ rows: number; seconds: number }> {
+  const client = direct[0]!;
+  let rows = 0;
+  const count = (message: { chunk: Buffer }) => {
+    for (const byte of message.chunk) if (byte === 10) rows++;
+  };
+  const connection = (client as unknown as { connection: NodeJS.EventEmitter }).connection;
+  connection.on('copyData', count);
+  const start = process.hrtime.bigint();
+  await client.query(`copy (${inline(query)}) to stdout with csv`);
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  connection.off('copyData', count);
+  return { rows, seconds };
+}
+
+function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
+}
+
+const headers = { authorization: `Bearer ${org.readKey}` };
+const rowsOf = Object.values(seeded.rows).reduce((a, b) => a + b, 0);
+process.stdout.write(`Organisation of ${learners} learners (${rowsOf.toLocaleString('en')} rows), plus one of ${Math.ceil(learners / 10)}; year ${year}; ${samples} sequential samples each\n`);
+report(`seed ${learners.toLocaleString('en')} learners (generator, one transaction)`, `${seedSeconds.toFixed(1)} s`, { text: '< 180 s', met: seedSeconds < 180 });
+
+const server = await startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' });
+try {
+  for (const name of largeResources) {
+    const definition = resources[name] as unknown as ResourceDefinition;
+    const total = (await (await fetch(`${server.baseUrl}/${name}?limit=1&year=${year}`, { headers })).json()).pagination.total as number;
+    for (const offset of [0, Math.max(0, Math.min(cap, total) - 1000)]) {
+      const url = `${server.baseUrl}/${name}?limit=1000&offset=${offset}&year=${year}`;
+      const ours = await series(async () => {
+        const response = await fetch(url, { headers });
+        if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
+        await response.arrayBuffer();
+      });
+      const queries = pageQueries(definition, offset);
+      const bare = await series(() => Promise.all(queries.map((query) => query())));
+      report(`${name}: 1,000 rows at offset ${offset} (of ${total}) p50 / p99`, `${ours.p50.toFixed(0)} / ${ours.p99.toFixed(0)} ms (SQL alone ${bare.p50.toFixed(0)} / ${bare.p99.toFixed(0)} ms)`,
+        { text: 'p99 < 100 ms', met: ours.p99 < 100 });
+    }
+  }
+
+  const learnersUrl = `${server.baseUrl}/learners?format=csv&year=${year}`;
+  const learnersTime = await series(async () => (await fetch(learnersUrl, { headers })).arrayBuffer());
+  const learnersSql = resources.learners.select(database.db, filter).compile();
+  const learnersBare = await series(() => run(direct[0]!, learnersSql));
+  report(`learners, whole year (${learners} rows, CSV) p50 / p99`, `${(learnersTime.p50 / 1000).toFixed(2)} / ${(learnersTime.p99 / 1000).toFixed(2)} s (SQL alone ${(learnersBare.p50 / 1000).toFixed(2)} s)`,
+    { text: '< 2 s', met: learnersTime.p99 < 2000 });
+} finally {
+  await server.stop();
+}
+
+// The full export of the largest resource of the year, with no cap in the way: memory stays flat
+// whatever the size, and rows flow at least half as fast as PostgreSQL's own COPY.
+const totals: { name: (typeof largeResources)[number]; n: number }[] = [];
+for (const name of largeResources) {
+  const definition = resources[name] as unknown as ResourceDefinition;
+  const n = definition.count ? await definition.count(database.db, filter)
+    : (await run(direct[0]!, countQuery(definition.keys ? definition.keys(database.db, filter) : definition.select(database.db, filter), null).compile(database.db))).rows[0].n as number;
+  totals.push({ name, n });
+}
+const largest = totals.sort((a, b) => b.n - a.n)[0]!;
+const exporter = await startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn', AGGREGATION_CAP: '100000000' });
+try {
+  const before = peakRssMb(exporter.child.pid!);
+  let lines = 0;
+  started = Date.now();
+  const response = await fetch(`${exporter.baseUrl}/${largest.name}?format=csv&year=${year}`, { headers });
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) for (const byte of chunk) if (byte === 10) lines++;
+  const seconds = (Date.now() - started) / 1000;
+  const peak = peakRssMb(exporter.child.pid!);
+  const copy = await copyOut((resources[largest.name] as unknown as ResourceDefinition).select(database.db, filter).compile());
+  const ours = (lines - 1) / seconds;
+  const limit = copy.rows / copy.seconds;
+  report(`CSV export of ${largest.name} (${lines - 1} rows)`, `${seconds.toFixed(1)} s, ${Math.round(ours).toLocaleString('en')} rows/s`);
+  report(`COPY (same query) TO STDOUT WITH CSV (${copy.rows} rows)`, `${copy.seconds.toFixed(1)} s, ${Math.round(limit).toLocaleString('en')} rows/s`);
+  report('CSV rows/s over COPY rows/s', (ours / limit).toFixed(2), { text: '>= 0.50', met: ours / limit >= 0.5 });
+  report('server peak RSS during the export', `${peak.toFixed(0)} MB (before: ${before.toFixed(0)} MB)`, { text: '< 250 MB', met: peak < 250 });
+} finally {
+  await exporter.stop();
+  await Promise.all(direct.map((client) => client.end()));
+  await database.close();
+}
