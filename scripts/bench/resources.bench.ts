@@ -100,7 +100,8 @@ const server = await startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '
 try {
   for (const name of largeResources) {
     const definition = resources[name] as unknown as ResourceDefinition;
-    const total = (await (await fetch(`${server.baseUrl}/${name}?limit=1&year=${year}`, { headers })).json()).pagination.total as number;
+    const first = (await (await fetch(`${server.baseUrl}/${name}?limit=1&year=${year}`, { headers })).json()) as { pagination: { total: number } };
+    const total = first.pagination.total;
     for (const offset of [0, Math.max(0, Math.min(cap, total) - 1000)]) {
       const url = `${server.baseUrl}/${name}?limit=1000&offset=${offset}&year=${year}`;
       const ours = await series(async () => {
