@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { frenchDateTime } from '../src/pdf/french-format';
 import { createRenderPool } from '../src/pdf/render-pool';
@@ -57,6 +58,17 @@ describe('activity report rendering', () => {
     await expect(pool.renderActivityReport(broken)).rejects.toThrow(/rendu du rapport PDF impossible/);
     const pdf = await pool.renderActivityReport(sampleReportData('small'));
     expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+  });
+
+  it.runIf(process.platform === 'linux')('renders at a lower priority than the event loop (a nice value per thread)', async () => {
+    await pool.renderActivityReport(sampleReportData('small'));
+    const niceOf = (thread: string) => {
+      const stat = readFileSync(`/proc/${process.pid}/task/${thread}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+    };
+    const threads = readdirSync(`/proc/${process.pid}/task`);
+    expect(niceOf(String(process.pid))).toBe(0);
+    expect(threads.filter((thread) => niceOf(thread) === 10)).toHaveLength(pool.workerCount);
   });
 
   it('refuses work once closed', async () => {

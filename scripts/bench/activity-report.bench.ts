@@ -1,0 +1,106 @@
+import { readFileSync } from 'node:fs';
+import { sql } from 'kysely';
+import { learnersResource } from '../../db/resources';
+import { seedOrganisation } from '../seed/generate';
+import { currentParisYear } from '../../src/paris-time';
+import { createOrgWithKeys } from '../../tests/support/factories';
+import { openBenchDatabase, percentile, report, startServerProcess } from './support';
+
+/**
+ * Issue 5: GET /activity-report for the heaviest learner of a 10,000-learner organisation (a full
+ * year of logins, lessons, quiz attempts), through the real server process. Targets: p99 under
+ * 1 s for one report; while 8 reports render in parallel, a small GET keeps its p99 under 100 ms
+ * (rendering happens in worker threads, off the event loop). Also the server's peak memory.
+ */
+const learners = 10_000;
+const year = currentParisYear() - 1;
+const sequentialReports = 30;
+const parallelReports = 8;
+const reportsPerParallelClient = 4;
+
+const database = await openBenchDatabase('bench_activity_report');
+const org = await createOrgWithKeys(database.db, { name: 'Organisme du banc' });
+let started = performance.now();
+const seeded = await seedOrganisation(database.db, { orgId: org.orgId, learners, seed: 5 });
+await sql`analyze`.execute(database.db);
+const seedSeconds = (performance.now() - started) / 1000;
+
+// The heaviest learner of the (complete) previous year: most logins, quiz attempts and sessions.
+const rows = await learnersResource.select(database.db, { orgId: org.orgId, year, updatedSince: null, membershipId: null, programmeId: null }).execute();
+const heaviest = rows.sort((a, b) => (b.connexions + b.evaluations_total + b.seances_tutorat) - (a.connexions + a.evaluations_total + a.seances_tutorat))[0]!;
+
+const server = await startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' });
+const headers = { authorization: `Bearer ${org.readKey}` };
+const reportUrl = `${server.baseUrl}/activity-report?email=${encodeURIComponent(heaviest.email)}&year=${year}`;
+const smallUrl = `${server.baseUrl}/users?email=${encodeURIComponent(heaviest.email)}`;
+
+/** Milliseconds of one request, which must answer 200 (and a PDF for the report). */
+async function timed(url: string): Promise<{ ms: number; bytes: Buffer }> {
+  const start = performance.now();
+  const response = await fetch(url, { headers });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  const ms = performance.now() - start;
+  if (response.status !== 200) throw new Error(`${url} : ${response.status} ${bytes.toString('utf8').slice(0, 300)}`);
+  return { ms, bytes };
+}
+
+/** Resident memory of the server process (kB) now, and its peak so far (Linux). */
+function serverMemory(): { rssMb: number; peakMb: number } | null {
+  try {
+    const status = readFileSync(`/proc/${server.child.pid}/status`, 'utf8');
+    const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]);
+    return { rssMb: Math.round(kb('VmRSS') / 1024), peakMb: Math.round(kb('VmHWM') / 1024) };
+  } catch {
+    return null;
+  }
+}
+
+const ms = (value: number) => `${Math.round(value)} ms`;
+
+try {
+  const before = serverMemory();
+  // The first report starts a worker thread and warms pdfmake up: reported apart, not in the p99.
+  const cold = await timed(reportUrl);
+  if (cold.bytes.subarray(0, 5).toString('latin1') !== '%PDF-') throw new Error('la réponse n’est pas un PDF');
+  const pages = (cold.bytes.toString('latin1').match(/\/Type \/Page\b/g) ?? []).length;
+  for (let i = 0; i < 3; i++) await timed(reportUrl);
+
+  const alone: number[] = [];
+  for (let i = 0; i < sequentialReports; i++) alone.push((await timed(reportUrl)).ms);
+
+  const smallAlone: number[] = [];
+  for (let i = 0; i < 200; i++) smallAlone.push((await timed(smallUrl)).ms);
+
+  // 8 clients each ask for reports back to back; one more client sends small GETs meanwhile.
+  const underLoad: number[] = [];
+  const smallDuring: number[] = [];
+  let rendering = true;
+  started = performance.now();
+  const reportClients = Array.from({ length: parallelReports }, async () => {
+    for (let i = 0; i < reportsPerParallelClient; i++) underLoad.push((await timed(reportUrl)).ms);
+  });
+  const smallClient = (async () => {
+    while (rendering) smallDuring.push((await timed(smallUrl)).ms);
+  })();
+  await Promise.all(reportClients);
+  const parallelSeconds = (performance.now() - started) / 1000;
+  rendering = false;
+  await smallClient;
+  const after = serverMemory();
+
+  process.stdout.write(`Organisation of ${learners} learners seeded in ${seedSeconds.toFixed(0)} s (${Object.values(seeded.rows).reduce((a, b) => a + b, 0)} rows); `
+    + `heaviest learner of ${year}: ${heaviest.connexions} logins, ${heaviest.evaluations_total} quiz attempts, ${heaviest.seances_tutorat} tutoring sessions, `
+    + `${heaviest.programmes_suivis} programmes; report: ${pages} pages, ${Math.round(cold.bytes.length / 1024)} kB\n`);
+  report('first report (cold worker)', ms(cold.ms));
+  report(`one report at a time (${sequentialReports}): p50, p99`, `p50 ${ms(percentile(alone, 50))}, p99 ${ms(percentile(alone, 99))}`,
+    { text: 'p99 < 1000 ms', met: percentile(alone, 99) < 1000 });
+  report('small GET /users?email=… alone (200): p50, p99', `p50 ${ms(percentile(smallAlone, 50))}, p99 ${ms(percentile(smallAlone, 99))}`);
+  report(`small GET during ${parallelReports} parallel reports (${smallDuring.length}): p50, p99`,
+    `p50 ${ms(percentile(smallDuring, 50))}, p99 ${ms(percentile(smallDuring, 99))}`, { text: 'p99 < 100 ms', met: percentile(smallDuring, 99) < 100 });
+  report(`${parallelReports} parallel clients, ${underLoad.length} reports: p50, p99, throughput`,
+    `p50 ${ms(percentile(underLoad, 50))}, p99 ${ms(percentile(underLoad, 99))}, ${(underLoad.length / parallelSeconds).toFixed(1)} reports/s`);
+  if (before && after) report('server memory: before reports, now, peak (RSS)', `${before.rssMb} MB, ${after.rssMb} MB, peak ${after.peakMb} MB`);
+} finally {
+  await server.stop();
+  await database.close();
+}
