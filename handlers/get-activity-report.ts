@@ -1,12 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { gatherActivityReport } from '../db/activity-report';
-import { findProgrammeId } from '../db/programmes';
 import { ApiError } from '../src/errors';
 import { formatParisDateTime } from '../src/paris-time';
 import { sharedRenderPool } from '../src/pdf/render-pool';
 import { activityReportFileName, pdfAttachmentHeaders } from '../src/pdf/report-file-name';
 import type { Handler, HandlerContext } from './context';
-import { type ListQuery, requestedYear, resolveLearner } from './request-scope';
+import { type ListQuery, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
 
 /**
  * `GET /activity-report`: one learner's audit PDF for a year, built from the list resources' rows
@@ -17,13 +16,7 @@ export function createGetActivityReport(context: HandlerContext, renderPool = sh
     const query = request.query as ListQuery;
     if (!query.email && !query.user_id) throw new ApiError('learner_identifier_missing');
     const learner = (await resolveLearner(context, request, query))!;
-    let programmeId: string | null = null;
-    if (query.programme !== undefined) {
-      programmeId = await findProgrammeId(context.db, request.caller.orgId, query.programme);
-      if (programmeId === null) {
-        throw new ApiError('unknown_programme', `Paramètre « programme » invalide : aucun programme « ${query.programme} » dans votre organisation.`);
-      }
-    }
+    const programmeId = await resolveProgramme(context, request, query.programme);
     const data = await gatherActivityReport(context.db, {
       orgId: request.caller.orgId, orgName: request.caller.orgName, learner, year: requestedYear(query), programmeId,
       generatedAt: formatParisDateTime(new Date()),

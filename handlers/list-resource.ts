@@ -1,12 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { findProgrammeId } from '../db/programmes';
 import type { ResourceDefinition } from '../db/resources/definition';
 import { countResourceRows, pageResourceRows, streamRows } from '../db/resources/list';
 import { csvAttachmentHeaders, csvStream } from '../src/csv';
-import { ApiError } from '../src/errors';
 import type { Handler, HandlerContext } from './context';
 import { nextPageLink } from './next-page-link';
-import { buildMeta, type ListQuery, requestedYear, resolveLearner } from './request-scope';
+import { buildMeta, type ListQuery, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
 
 const defaultLimit = 100;
 
@@ -21,13 +19,7 @@ export function createListHandler<Row extends Record<string, unknown>>(definitio
     const year = requestedYear(query);
     const learner = await resolveLearner(context, request, query);
     const programmeSlug = definition.filtersByProgramme ? query.programme ?? null : null;
-    let programmeId: string | null = null;
-    if (programmeSlug !== null) {
-      programmeId = await findProgrammeId(db, request.caller.orgId, programmeSlug);
-      if (programmeId === null) {
-        throw new ApiError('unknown_programme', `Paramètre « programme » invalide : aucun programme « ${programmeSlug} » dans votre organisation.`);
-      }
-    }
+    const programmeId = await resolveProgramme(context, request, programmeSlug);
     const updatedSince = definition.filtersByUpdatedSince ? query.updated_since ?? null : null;
     const filter = { orgId: request.caller.orgId, year, updatedSince, membershipId: learner?.membershipId ?? null, programmeId };
     // One learner's rows are never capped: the cap bounds organisation-wide aggregation only.

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { findLearner, type LearnerIdentity } from '../db/learners';
+import { findProgrammeId } from '../db/programmes';
 import { ApiError } from '../src/errors';
 import { currentParisYear, formatParisDateTime } from '../src/paris-time';
 import type { HandlerContext } from './context';
@@ -26,6 +27,16 @@ export async function resolveLearner(context: HandlerContext, request: FastifyRe
       : `Aucun apprenant de votre organisation n’a l’identifiant « ${query.user_id} ».`);
   }
   return learner;
+}
+
+/** The programme named by `programme` (null when absent); 400 when the organisation has none of that slug. */
+export async function resolveProgramme(context: HandlerContext, request: FastifyRequest, slug: string | null | undefined): Promise<string | null> {
+  if (slug === undefined || slug === null) return null;
+  const programmeId = await findProgrammeId(context.db, request.caller.orgId, slug);
+  if (programmeId === null) {
+    throw new ApiError('unknown_programme', `Paramètre « programme » invalide : aucun programme « ${slug} » dans votre organisation.`);
+  }
+  return programmeId;
 }
 
 export interface Meta {

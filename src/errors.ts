@@ -22,7 +22,6 @@ const errorCatalogue = {
   no_licence_available: { status: 409, message: 'Aucune licence disponible dans votre organisation.' },
   insufficient_licences: { status: 409, message: 'Licences disponibles insuffisantes pour ce lot : personne n’a été inscrit.' },
   rate_limited: { status: 429, message: 'Trop de requêtes : limite de débit atteinte.' },
-  not_implemented: { status: 501, message: 'Cette opération n’est pas encore disponible.' },
   internal: { status: 500, message: 'Erreur interne du serveur. Réessayez plus tard ; si le problème persiste, contactez le support en citant l’en-tête X-Request-Id de la réponse.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

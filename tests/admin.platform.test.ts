@@ -39,7 +39,7 @@ describe('operator commands', () => {
     } finally {
       await app.close();
     }
-  });
+  }, 120_000);
 
   it('refuse bad arguments with a clear message and exit code 2', async () => {
     const cases: [string[], RegExp][] = [
@@ -53,10 +53,11 @@ describe('operator commands', () => {
       [['key', 'revoke', '--id', '00000000-0000-4000-8000-000000000000'], /Aucune clé/],
       [['nimporte', 'quoi'], /Commande inconnue/],
     ];
-    for (const [args, message] of cases) {
-      const failure = await adminFailure(database.url, args);
-      expect(failure.code, args.join(' ')).toBe(2);
-      expect(failure.stderr, args.join(' ')).toMatch(message);
-    }
-  });
+    // Each case is a process of its own (tsx start-up): run them side by side.
+    const failures = await Promise.all(cases.map(([args]) => adminFailure(database.url, args)));
+    cases.forEach(([args, message], i) => {
+      expect(failures[i]!.code, args.join(' ')).toBe(2);
+      expect(failures[i]!.stderr, args.join(' ')).toMatch(message);
+    });
+  }, 120_000);
 });
