@@ -28,6 +28,8 @@ export function attendanceInScope(db: DB, filter: ResourceFilter) {
     .innerJoin('tutoring_sessions as ts', 'ts.id', 'ta.session_id')
     .innerJoin('memberships as m', 'm.id', 'ta.membership_id')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
+    // Both sides scoped, so the session index is read for this organisation only.
+    .where('ts.org_id', '=', filter.orgId)
     .where(scopeCondition({ org: 'ta.org_id', membership: 'ta.membership_id', programme: 'ts.programme_id' }, naturalTimestampFilter(sql.ref('ts.starts_at'), filter), filter))
     .orderBy('ts.starts_at').orderBy('ts.title').orderBy('ts.id').orderBy('a.email');
 }

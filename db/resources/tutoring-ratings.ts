@@ -25,6 +25,7 @@ export interface TutoringRatingRow extends Record<string, unknown> {
 export function tutoringRatingsInScope(db: DB, filter: ResourceFilter) {
   return db.selectFrom('tutoring_ratings as tr')
     .innerJoin('tutoring_sessions as ts', 'ts.id', 'tr.session_id')
+    .where('ts.org_id', '=', filter.orgId)
     .where(scopeCondition({ org: 'tr.org_id', membership: 'tr.membership_id', programme: 'ts.programme_id' }, naturalTimestampFilter(sql.ref('tr.submitted_at'), filter), filter))
     .orderBy('tr.submitted_at').orderBy('tr.id');
 }
