@@ -262,7 +262,7 @@ export interface paths {
          *     - **Filtres** : `year` garde les lignes dont la date naturelle tombe dans l'année civile
          *       (dates de Paris) ; `updated_since` garde celles dont la date naturelle est >= la valeur ;
          *       `programme` garde les lignes de ce programme.
-         *     - **Ordre des lignes** : `date` croissante, puis `tentative`, puis l'ordre des questions dans le quiz, puis une clé unique stable.
+         *     - **Ordre des lignes** : `date` croissante, puis `tentative`, puis la tentative (clé stable : les réponses d'une tentative se suivent), puis l'ordre des questions dans le quiz, puis une clé unique stable.
          *
          *     **Plafond d'agrégation** : sans `email` ni `user_id`, la requête porte sur au plus
          *     `AGGREGATION_CAP` lignes dans l'ordre ci-dessus (réglage du serveur, 100 000 par défaut) ;
