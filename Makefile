@@ -18,7 +18,9 @@ run: install ## Serve /v1 (embedded PostgreSQL unless DATABASE_URL is set; demo 
 	npm start
 
 test: install ## The whole suite on a real PostgreSQL (embedded unless DATABASE_URL is set)
-	npx vitest run
+	@mkdir -p .data && rm -f .data/test-results.json
+	@npx vitest run --reporter=default --reporter=json --outputFile.json=.data/test-results.json; status=$$?; \
+	  if [ -f .data/test-results.json ]; then node scripts/test-summary.mjs .data/test-results.json; fi; exit $$status
 
 lint: install codegen-check typecheck ## Lint openapi.yaml, check generated code is fresh, type-check
 	npx redocly lint openapi.yaml --format=stylish
