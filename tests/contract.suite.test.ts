@@ -1,10 +1,12 @@
 import { createServer } from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resourceNames } from '../handlers/get-unknown-resource';
 import { buildTestApp } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
-import { addLearner, addLicences, createKey, createOrgWithKeys } from './support/factories';
+import { addLicences, createKey } from './support/factories';
+import { seededOrganisation, seededYear } from './support/learning-factories';
 import { documentedHeaders, responseErrors } from './support/openapi-validator';
 import { type PrismProcess, startPrism } from './support/prism';
 
@@ -38,14 +40,15 @@ interface ContractCase {
 }
 
 const listPaths = resourceNames.filter((name) => name !== 'summary').map((name) => `/${name}`);
-const learnerEmail = 'claire.martin@exemple.fr';
+/** A learner of the seeded organisation, with activity (the mock's examples name theirs). */
+let learnerEmail = '';
 
-const cases: ContractCase[] = [
-  ...listPaths.map((path): ContractCase => ({ name: `GET ${path}`, url: `${path}?limit=5`, operation: [path, 'get'], status: 200 })),
+const buildCases = (): ContractCase[] => [
+  ...listPaths.map((path): ContractCase => ({ name: `GET ${path}`, url: `${path}?limit=5&year=${seededYear}`, operation: [path, 'get'], status: 200 })),
   ...listPaths.map((path): ContractCase => ({ name: `GET ${path} en CSV`, url: `${path}?format=csv`, operation: [path, 'get'], status: 200, mediaType: 'text/csv' })),
   { name: 'GET /summary', url: '/summary', operation: ['/summary', 'get'], status: 200 },
-  { name: 'GET /users pour un apprenant', url: `/users?email=${learnerEmail}`, operation: ['/users', 'get'], status: 200 },
-  { name: 'GET /activity-report', url: `/activity-report?email=${learnerEmail}`, operation: ['/activity-report', 'get'], status: 200, mediaType: 'application/pdf', directOnly: true },
+  { name: 'GET /users pour un apprenant', url: `/users?email=${encodeURIComponent(learnerEmail)}`, operation: ['/users', 'get'], status: 200 },
+  { name: 'GET /activity-report', url: `/activity-report?email=${encodeURIComponent(learnerEmail)}&year=${seededYear}`, operation: ['/activity-report', 'get'], status: 200, mediaType: 'application/pdf', directOnly: true },
   { name: 'POST /users (un apprenant)', method: 'POST', url: '/users', key: 'write', body: { email: 'nouvel.apprenant@exemple.fr' }, operation: ['/users', 'post'], status: 201 },
   { name: 'POST /users (lot)', method: 'POST', url: '/users', key: 'write', body: { users: [{ email: 'lot.un@exemple.fr' }, { email: learnerEmail }] }, operation: ['/users', 'post'], status: 200 },
   { name: '401 sans clé', url: '/users', key: 'none', operation: ['/users', 'get'], status: 401, invalidRequest: true },
@@ -136,9 +139,13 @@ const targets: Target[] = [];
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  const org = await createOrgWithKeys(database.db, { name: 'Formations Horizon' });
+  // Real data from the generator, so every row schema meets real values (nulls, accents, Oui/Non).
+  const org = await seededOrganisation(database.db, { name: 'Formations Horizon', learners: 12, seed: 7 });
   await addLicences(database.db, org.orgId, 'standard', 10);
-  await addLearner(database.db, org.orgId, { email: learnerEmail, name: 'Claire Martin', at: '2026-01-13 09:00', licence: { type: 'standard', status: 'activée' } });
+  const busiest = await database.db.selectFrom('logins').innerJoin('memberships', 'memberships.id', 'logins.membership_id')
+    .innerJoin('accounts', 'accounts.id', 'memberships.account_id').select('accounts.email')
+    .where('logins.org_id', '=', org.orgId).groupBy('accounts.email').orderBy(sql`count(*)`, 'desc').limit(1).executeTakeFirstOrThrow();
+  learnerEmail = busiest.email;
   app = await buildTestApp(database.db);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const realUrl = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
@@ -169,7 +176,7 @@ describe('the contract, against the mock and the real server', () => {
       const target = targets.find((t) => t.name === kind)!;
       // The real server keeps state: the enrolments happen once per target, so each target gets
       // its own fresh addresses for the success cases.
-      for (const testCase of cases) {
+      for (const testCase of buildCases()) {
         if (target.kind === 'proxy' && (testCase.directOnly || testCase.invalidRequest)) continue;
         const fresh = testCase.status === 201 || testCase.status === 200 && testCase.method === 'POST';
         const body = fresh && target.kind !== 'mock' ? renameEmails(testCase.body, target.kind) : testCase.body;
@@ -199,6 +206,6 @@ describe('the proxy target can fail', () => {
 });
 
 function renameEmails(body: unknown, prefix: string): unknown {
-  return JSON.parse(JSON.stringify(body).replace(/"([a-z.]+)@exemple\.fr"/g, (whole, local) =>
-    local === learnerEmail.split('@')[0] ? whole : `"${prefix}.${local}@exemple.fr"`));
+  return JSON.parse(JSON.stringify(body).replace(/"([^"@]+)@exemple\.fr"/g, (whole, local) =>
+    `${local}@exemple.fr` === learnerEmail ? whole : `"${prefix}.${local}@exemple.fr"`));
 }
