@@ -49,4 +49,11 @@ export const usersResource: ResourceDefinition<UserRow> = {
     if (filter.updatedSince) query = query.where(parisDay(membershipDate), '>=', filter.updatedSince);
     return query.orderBy(parisDay(membershipDate)).orderBy('a.email') as never;
   },
+  // Counting needs the memberships alone: memberships_org_listing_idx answers it.
+  keys(db, filter) {
+    let query = db.selectFrom('memberships as m').select('m.id').where('m.org_id', '=', filter.orgId);
+    if (filter.membershipId) query = query.where('m.id', '=', filter.membershipId);
+    if (filter.updatedSince) query = query.where(parisDay(membershipDate), '>=', filter.updatedSince);
+    return query;
+  },
 };

@@ -29,8 +29,9 @@ await sql`
 await sql`analyze`.execute(database.db);
 
 // The same SQL as the real handler: compiled from the resource's own query.
-const rows = usersResource.select(database.db, { orgId: org.orgId, year: 2026, updatedSince: null, membershipId: null, programmeId: null });
-const countSql = countQuery(rows, 100000).compile(database.db);
+const filter = { orgId: org.orgId, year: 2026, updatedSince: null, membershipId: null, programmeId: null };
+const rows = usersResource.select(database.db, filter);
+const countSql = countQuery(usersResource.keys!(database.db, filter), 100000).compile(database.db);
 const page = rows.compile();
 const pageSql = `${page.sql} limit $${page.parameters.length + 1} offset $${page.parameters.length + 2}`;
 
@@ -51,8 +52,8 @@ try {
   // Warm both up, then measure each alone (the machine has 2 cores: never both at once).
   await load({ url: `${ours.baseUrl}/users?limit=100&offset=0`, headers, durationSeconds: 2 });
   await load({ url: `http://127.0.0.1:${barePort}/users?limit=100&offset=0`, durationSeconds: 2 });
-  const oursResult = await load({ url: `${ours.baseUrl}/users?limit=100&offset=0`, headers, durationSeconds: 10 });
-  const bareResult = await load({ url: `http://127.0.0.1:${barePort}/users?limit=100&offset=0`, durationSeconds: 10 });
+  const oursResult = await load({ url: `${ours.baseUrl}/users?limit=100&offset=0`, headers, durationSeconds: 10, connections: Number(process.env.BENCH_CONNECTIONS ?? 10) });
+  const bareResult = await load({ url: `http://127.0.0.1:${barePort}/users?limit=100&offset=0`, durationSeconds: 10, connections: Number(process.env.BENCH_CONNECTIONS ?? 10) });
   const ratio = bareResult.requestsPerSecond / oursResult.requestsPerSecond;
   process.stdout.write(`GET /users?limit=100 on ${learners} learners, 10 connections, 10 s each\n`);
   report('ours: requests/s, p50, p99', `${oursResult.requestsPerSecond} req/s, p50 ${oursResult.p50Ms} ms, p99 ${oursResult.p99Ms} ms, errors ${oursResult.errors + oursResult.non2xx}`);
