@@ -158,7 +158,8 @@ export async function completeQuiz(db: DB, attempt: {
 
 /**
  * The end certificate of a programme: measured hours (the learner's active time on its lessons, one
- * decimal) and completion score (share of its lessons viewed, /100), and `programme.completed`.
+ * decimal) and completion score (the mean of the learner's best score at each quiz of the programme,
+ * /100; 100 for a programme without quizzes: the generator's definition too), and `programme.completed`.
  * At most one per enrolment: a second call issues nothing and records no event.
  */
 export async function issueCertificate(db: DB, certificate: { orgId: string; membershipId: string; programmeId: string; issuedAt: Date }) {
@@ -168,7 +169,11 @@ export async function issueCertificate(db: DB, certificate: { orgId: string; mem
       .leftJoin('lesson_progress as lp', (join) => join.onRef('lp.lesson_id', '=', 'l.id').on('lp.membership_id', '=', certificate.membershipId))
       .select([
         sql<number>`round(coalesce(sum(lp.active_seconds), 0) / 3600.0, 1)`.as('hours'),
-        sql<number>`round(100.0 * count(*) filter (where lp.viewed) / greatest(count(*), 1))::int`.as('completionScore'),
+        (eb) => eb.selectFrom(
+          eb.selectFrom('quiz_attempts as qa').select(sql<number>`max(qa.score)`.as('best'))
+            .where('qa.membership_id', '=', certificate.membershipId).where('qa.programme_id', '=', certificate.programmeId)
+            .groupBy('qa.lesson_id').as('best_scores'),
+        ).select(sql<number>`coalesce(round(avg(best_scores.best))::int, 100)`.as('score')).as('completionScore'),
       ])
       .where('l.programme_id', '=', certificate.programmeId)
       .executeTakeFirstOrThrow();

@@ -123,7 +123,7 @@ describe('events from the data changes that cause them', () => {
       ],
     });
     expect(quiz2!.data).toMatchObject({ attempt_number: 2, score: 100, answers: [{ is_correct: true, attempt_no: 2 }, { is_correct: true, attempt_no: 2 }] });
-    // 4 visits of 10 minutes on the programme's lessons; all 3 lessons viewed.
+    // 4 visits of 10 minutes on the programme’s lessons; best score at its one quiz: 100.
     expect(completed!.data).toEqual({
       learner: expectedLearner, programme: { slug: programme.slug, title: programme.title },
       total_hours: 0.7, completion_score: 100, attestation_issued_at: '2026-07-02T17:56:10.377+02:00',
