@@ -4,20 +4,10 @@ import { ouiNon, parisDateTime } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
+import type { components } from '../../codegen/openapi';
 
-export interface AttendanceRow extends Record<string, unknown> {
-  apprenant: string | null;
-  email: string;
-  seance: string;
-  programme: string | null;
-  programme_slug: string | null;
-  date: string;
-  duree_prevue_min: number;
-  present: 'Oui' | 'Non';
-  temps_connecte_min: number;
-  signe_apprenant: 'Oui' | 'Non';
-  signe_formateur: 'Oui' | 'Non';
-}
+/** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
+export type AttendanceRow = components['schemas']['AttendanceRow'];
 
 /**
  * The attendance rows a request sees (alias `ta`, its session `ts`, the learner `m` and `a`), in

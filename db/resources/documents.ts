@@ -1,21 +1,13 @@
 import { sql } from 'kysely';
 import type { DB } from '../../src/database';
 import { parisDate } from '../render';
-import type { DocumentType } from '../tables/learning';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
+import type { components } from '../../codegen/openapi';
 
-export interface DocumentRow extends Record<string, unknown> {
-  apprenant: string | null;
-  email: string;
-  type: DocumentType;
-  programme: string;
-  programme_slug: string;
-  emis_le: string;
-  heures: number;
-  score_completion: number | null;
-}
+/** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
+export type DocumentRow = components['schemas']['DocumentRow'];
 
 /** The documents a request sees (alias `d`), in their order: issue, then the document. */
 export function documentsInScope(db: DB, filter: ResourceFilter) {

@@ -4,21 +4,10 @@ import { ouiNon, parisDate, parisDateTime } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
+import type { components } from '../../codegen/openapi';
 
-export interface EnrollmentRow extends Record<string, unknown> {
-  apprenant: string | null;
-  email: string;
-  programme: string;
-  programme_slug: string;
-  pourcentage: number;
-  lecons_vues: number;
-  lecons_total: number;
-  complete: 'Oui' | 'Non';
-  complete_le: string | null;
-  derniere_activite_le: string | null;
-  premiere_connexion_le: string | null;
-  derniere_connexion_le: string | null;
-}
+/** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
+export type EnrollmentRow = components['schemas']['EnrollmentRow'];
 
 /** Natural date of an enrolment (alias `pe`): its last lesson visit, else the enrolment. Indexed. */
 export const enrolmentNaturalDate = sql<Date>`coalesce(pe.last_visit_at, pe.enrolled_at)`;

@@ -4,19 +4,10 @@ import { ouiNon } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalDayFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
+import type { components } from '../../codegen/openapi';
 
-export interface EvaluationRow extends Record<string, unknown> {
-  apprenant: string | null;
-  email: string;
-  programme: string;
-  programme_slug: string;
-  module: string;
-  lecon: string;
-  tentative: number;
-  score: number;
-  reussi: 'Oui' | 'Non';
-  date: string;
-}
+/** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
+export type EvaluationRow = components['schemas']['EvaluationRow'];
 
 /**
  * The quiz attempts a request sees (alias `qa`), in the order of `evaluations` and `quiz-answers`:

@@ -9,29 +9,10 @@ import { attemptsInScope } from './evaluations';
 import { loginsInScope } from './logins';
 import { yearStart } from './natural-date';
 import { surveysInScope } from './satisfaction';
+import type { components } from '../../codegen/openapi';
 
-export interface LearnerRow extends Record<string, unknown> {
-  nom: string | null;
-  email: string;
-  invite_le: string | null;
-  inscrit_le: string | null;
-  connexions: number;
-  temps_actif_min: number;
-  temps_cours_min: number;
-  temps_labia_min: number;
-  temps_tutorat_min: number;
-  programmes_suivis: number;
-  programmes_completes: number;
-  evaluations_reussies: number;
-  evaluations_total: number;
-  score_moyen: number | null;
-  seances_tutorat: number;
-  seances_present: number;
-  pif_emis: number;
-  attestations_emises: number;
-  satisfaction_note: number | null;
-  nps: number | null;
-}
+/** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
+export type LearnerRow = components['schemas']['LearnerRow'];
 
 /** The learners a request covers, in their order (email). */
 function membersInScope(db: DB, filter: ResourceFilter) {

@@ -4,18 +4,10 @@ import { parisDate } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
+import type { components } from '../../codegen/openapi';
 
-export interface LessonRatingRow extends Record<string, unknown> {
-  apprenant: string | null;
-  email: string;
-  programme: string;
-  programme_slug: string;
-  module: string;
-  lecon: string;
-  note: number;
-  commentaire: string | null;
-  soumis_le: string;
-}
+/** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
+export type LessonRatingRow = components['schemas']['LessonRatingRow'];
 
 /** The lesson ratings a request sees (alias `lr`), in their order: submission, then the rating. */
 export function lessonRatingsInScope(db: DB, filter: ResourceFilter) {

@@ -4,16 +4,10 @@ import { parisDateTime } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
+import type { components } from '../../codegen/openapi';
 
-export interface LoginRow extends Record<string, unknown> {
-  apprenant: string | null;
-  email: string;
-  debut: string;
-  fin: string | null;
-  duree_min: number | null;
-  ip: string;
-  navigateur: string | null;
-}
+/** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
+export type LoginRow = components['schemas']['LoginRow'];
 
 /** The logins a request sees (alias `lg`), in their order: start, then the session. */
 export function loginsInScope(db: DB, filter: ResourceFilter) {

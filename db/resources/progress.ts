@@ -5,20 +5,10 @@ import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition
 import { programmeLessonCount, progressPercent } from './enrollments';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition } from './scope';
+import type { components } from '../../codegen/openapi';
 
-export interface ProgressRow extends Record<string, unknown> {
-  apprenant: string | null;
-  email: string;
-  programme: string;
-  programme_slug: string;
-  pourcentage_programme: number;
-  module: string;
-  lecon: string;
-  vue: 'Oui' | 'Non';
-  visites: number;
-  temps_min: number;
-  derniere_visite_le: string | null;
-}
+/** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
+export type ProgressRow = components['schemas']['ProgressRow'];
 
 /*
  * `progress` is every lesson of every enrolment in scope, the lesson opened or not, in the order

@@ -4,25 +4,10 @@ import { ouiNon, parisDateTime } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalDayFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
+import type { components } from '../../codegen/openapi';
 
-export interface QuizAnswerRow extends Record<string, unknown> {
-  apprenant: string | null;
-  email: string;
-  programme: string;
-  programme_slug: string;
-  module: string;
-  lecon: string;
-  tentative: number;
-  score_tentative: number;
-  reussi: 'Oui' | 'Non';
-  question: string;
-  options: string;
-  reponse_choisie: string;
-  bonne_reponse: string;
-  correct: 'Oui' | 'Non';
-  repondu_le: string;
-  date: string;
-}
+/** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
+export type QuizAnswerRow = components['schemas']['QuizAnswerRow'];
 
 /**
  * The answers a request sees (alias `ans`), in order: the attempts' order (day, attempt number,

@@ -4,17 +4,10 @@ import { parisDate } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
+import type { components } from '../../codegen/openapi';
 
-export interface SatisfactionRow extends Record<string, unknown> {
-  apprenant: string | null;
-  email: string;
-  programme: string;
-  programme_slug: string;
-  note: number;
-  nps: number;
-  verbatim: string | null;
-  repondu_le: string;
-}
+/** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
+export type SatisfactionRow = components['schemas']['SatisfactionRow'];
 
 /** The surveys a request sees (alias `s`), in their order: answer, then the survey. */
 export function surveysInScope(db: DB, filter: ResourceFilter) {

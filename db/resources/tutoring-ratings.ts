@@ -4,19 +4,10 @@ import { parisDate } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
+import type { components } from '../../codegen/openapi';
 
-export interface TutoringRatingRow extends Record<string, unknown> {
-  apprenant: string | null;
-  email: string;
-  seance: string;
-  programme: string | null;
-  programme_slug: string | null;
-  formateur: string;
-  note_seance: number | null;
-  note_formateur: number;
-  commentaire: string | null;
-  soumis_le: string;
-}
+/** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
+export type TutoringRatingRow = components['schemas']['TutoringRatingRow'];
 
 /**
  * The tutoring ratings a request sees (alias `tr`, with its session `ts`), in their order:

@@ -1,16 +1,10 @@
 import { sql } from 'kysely';
-import type { LicenceStatus, LicenceType, MembershipStatus } from '../tables';
 import { parisDate, parisDay } from '../render';
 import type { ResourceDefinition } from './definition';
+import type { components } from '../../codegen/openapi';
 
-export interface UserRow extends Record<string, unknown> {
-  nom: string | null;
-  email: string;
-  statut: MembershipStatus;
-  licence_type: LicenceType | null;
-  licence_statut: LicenceStatus | null;
-  inscrit_le: string;
-}
+/** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
+export type UserRow = components['schemas']['UserRow'];
 
 /** The enrolment date of a membership: joined, else invited. Indexed as is (memberships_org_listing_idx). */
 export const membershipDate = sql<Date>`coalesce(m.joined_at, m.invited_at)`;
