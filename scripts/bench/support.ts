@@ -1,15 +1,11 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { startPostgresServer } from '../../tests/support/postgres-server';
 import { migrateToLatest } from '../../db/migrate';
 import { createDb, type DB } from '../../src/database';
-import { startEmbeddedPostgres } from '../../src/embedded-postgres';
 
 export { freePort } from '../../tests/support/ports';
 export { startServerProcess } from '../../tests/support/server-process';
-import { freePort } from '../../tests/support/ports';
 
 export interface BenchDatabase {
   db: DB;
@@ -22,20 +18,8 @@ export interface BenchDatabase {
  * throw-away embedded PostgreSQL of its own.
  */
 export async function openBenchDatabase(name = 'bench'): Promise<BenchDatabase> {
-  let serverUrl: string;
-  let stop = async () => undefined as void;
-  let dataDir: string | null = null;
-  if (process.env.DATABASE_URL) {
-    const url = new URL(process.env.DATABASE_URL);
-    url.pathname = '/postgres';
-    serverUrl = url.toString();
-  } else {
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'partner-api-bench-pg-'));
-    await chmod(dataDir, 0o755);
-    const running = await startEmbeddedPostgres({ databaseDir: path.join(dataDir, 'data'), port: await freePort(), persistent: false });
-    serverUrl = running.serverUrl;
-    stop = running.stop;
-  }
+  const server = await startPostgresServer('bench');
+  const serverUrl = server.serverUrl;
   const database = `${name}_${process.pid}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
@@ -52,8 +36,7 @@ export async function openBenchDatabase(name = 'bench'): Promise<BenchDatabase> 
       await db.destroy();
       await admin.query(`drop database if exists ${database} with (force)`).catch(() => undefined);
       await admin.end();
-      await stop();
-      if (dataDir) await rm(dataDir, { recursive: true, force: true });
+      await server.stop();
     },
   };
 }
