@@ -3,7 +3,7 @@ import type { DB } from '../../src/database';
 import { ouiNon } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalDayFilter } from './natural-date';
-import { scopeCondition, windowByKeys } from './scope';
+import { scopeCondition, windowByKeys, withLessonContext } from './scope';
 import type { components } from '../../codegen/openapi';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
@@ -26,19 +26,8 @@ export const evaluationsResource: ResourceDefinition<EvaluationRow> = {
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
   select(db, filter) {
-    return attemptsInScope(db, filter)
-      .innerJoin('memberships as m', 'm.id', 'qa.membership_id')
-      .innerJoin('accounts as a', 'a.id', 'm.account_id')
-      .innerJoin('programmes as p', 'p.id', 'qa.programme_id')
-      .innerJoin('lessons as l', 'l.id', 'qa.lesson_id')
-      .innerJoin('modules as mo', 'mo.id', 'l.module_id')
+    return withLessonContext(attemptsInScope(db, filter), 'qa')
       .select([
-        'a.name as apprenant',
-        'a.email as email',
-        'p.title as programme',
-        'p.slug as programme_slug',
-        'mo.title as module',
-        'l.title as lecon',
         'qa.attempt_no as tentative',
         'qa.score as score',
         ouiNon(sql.ref('qa.passed')).as('reussi'),

@@ -3,7 +3,7 @@ import type { DB } from '../../src/database';
 import { parisDate } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { scopeCondition, windowByKeys } from './scope';
+import { scopeCondition, windowByKeys, withLessonContext } from './scope';
 import type { components } from '../../codegen/openapi';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
@@ -23,19 +23,8 @@ export const lessonRatingsResource: ResourceDefinition<LessonRatingRow> = {
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
   select(db, filter) {
-    return lessonRatingsInScope(db, filter)
-      .innerJoin('memberships as m', 'm.id', 'lr.membership_id')
-      .innerJoin('accounts as a', 'a.id', 'm.account_id')
-      .innerJoin('programmes as p', 'p.id', 'lr.programme_id')
-      .innerJoin('lessons as l', 'l.id', 'lr.lesson_id')
-      .innerJoin('modules as mo', 'mo.id', 'l.module_id')
+    return withLessonContext(lessonRatingsInScope(db, filter), 'lr')
       .select([
-        'a.name as apprenant',
-        'a.email as email',
-        'p.title as programme',
-        'p.slug as programme_slug',
-        'mo.title as module',
-        'l.title as lecon',
         'lr.rating as note',
         'lr.comment as commentaire',
         parisDate(sql.ref('lr.submitted_at')).as('soumis_le'),

@@ -3,7 +3,7 @@ import type { DB } from '../../src/database';
 import { ouiNon, parisDateTime } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalDayFilter } from './natural-date';
-import { scopeCondition, windowByKeys } from './scope';
+import { scopeCondition, windowByKeys, withLessonContext } from './scope';
 import type { components } from '../../codegen/openapi';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
@@ -27,21 +27,11 @@ export const quizAnswersResource: ResourceDefinition<QuizAnswerRow> = {
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
   select(db, filter) {
-    return answersInScope(db, filter)
+    const answers = answersInScope(db, filter)
       .innerJoin('quiz_attempts as qa', 'qa.id', 'ans.attempt_id')
-      .innerJoin('quiz_questions as q', 'q.id', 'ans.question_id')
-      .innerJoin('memberships as m', 'm.id', 'qa.membership_id')
-      .innerJoin('accounts as a', 'a.id', 'm.account_id')
-      .innerJoin('programmes as p', 'p.id', 'qa.programme_id')
-      .innerJoin('lessons as l', 'l.id', 'qa.lesson_id')
-      .innerJoin('modules as mo', 'mo.id', 'l.module_id')
+      .innerJoin('quiz_questions as q', 'q.id', 'ans.question_id');
+    return withLessonContext(answers, 'qa')
       .select([
-        'a.name as apprenant',
-        'a.email as email',
-        'p.title as programme',
-        'p.slug as programme_slug',
-        'mo.title as module',
-        'l.title as lecon',
         'ans.attempt_no as tentative',
         'qa.score as score_tentative',
         ouiNon(sql.ref('qa.passed')).as('reussi'),

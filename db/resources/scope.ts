@@ -31,3 +31,18 @@ type AnySelect<Row = any> = SelectQueryBuilder<Database, any, Row>;
 export function windowByKeys<Row>(select: AnySelect<Row>, key: RawBuilder<unknown>, keys: AnySelect, window: RowWindow): AnySelect<Row> {
   return select.where(sql<boolean>`${key} = any(array(${keys.limit(window.limit).offset(window.offset)}))`);
 }
+
+/**
+ * The learner, programme, module and lesson of a row whose base table (alias `source`) carries
+ * `membership_id`, `programme_id` and `lesson_id`, selected as the contract's first six columns of
+ * `evaluations`, `quiz-answers` and `lesson-ratings`.
+ */
+export function withLessonContext(query: AnySelect, source: string): AnySelect {
+  return query
+    .innerJoin('memberships as m', 'm.id', sql.ref(`${source}.membership_id`) as never)
+    .innerJoin('accounts as a', 'a.id', 'm.account_id')
+    .innerJoin('programmes as p', 'p.id', sql.ref(`${source}.programme_id`) as never)
+    .innerJoin('lessons as l', 'l.id', sql.ref(`${source}.lesson_id`) as never)
+    .innerJoin('modules as mo', 'mo.id', 'l.module_id')
+    .select(['a.name as apprenant', 'a.email as email', 'p.title as programme', 'p.slug as programme_slug', 'mo.title as module', 'l.title as lecon']);
+}
