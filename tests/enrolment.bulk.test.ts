@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, buildTestApp } from './support/app';
+import { buildTestApp } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
-import { addLearner, addLicences, createOrgWithKeys } from './support/factories';
-import { responseErrors } from './support/openapi-validator';
-import { learnerEmails, licenceInvariants, writtenState } from './enrolment.helpers';
+import { addLearner } from './support/factories';
+import { enrolmentHarness, learnerEmails, licenceInvariants, writtenState } from './enrolment.helpers';
 
 let database: TestDatabase;
 let app: FastifyInstance;
@@ -18,29 +17,7 @@ afterAll(async () => {
   await database.drop();
 });
 
-type Org = Awaited<ReturnType<typeof createOrgWithKeys>>;
-
-async function newOrg(licences: { standard?: number; tutorat?: number }, domains: string[] = []): Promise<Org> {
-  const org = await createOrgWithKeys(database.db, { domains });
-  if (licences.standard) await addLicences(database.db, org.orgId, 'standard', licences.standard);
-  if (licences.tutorat) await addLicences(database.db, org.orgId, 'tutorat', licences.tutorat);
-  return org;
-}
-
-/** POST /users through the real server; every answer must match what openapi.yaml documents for it. */
-async function enrol(org: Org, payload: unknown, key = org.writeKey) {
-  const response = await app.inject({ method: 'POST', url: '/v1/users', headers: bearer(key), payload: payload as never });
-  expect(responseErrors('/users', 'POST', response.statusCode, response.json())).toEqual([]);
-  return response;
-}
-
-async function expectRefused(org: Org, payload: unknown, status: number, message: RegExp) {
-  const before = await writtenState(database.db, org.orgId);
-  const response = await enrol(org, payload);
-  expect(response.statusCode).toBe(status);
-  expect(response.json()).toEqual({ error: expect.stringMatching(message) });
-  expect(await writtenState(database.db, org.orgId)).toEqual(before);
-}
+const { newOrg, enrol, expectRefused } = enrolmentHarness(() => ({ db: database.db, app }));
 
 const rows = (emails: string[]) => emails.map((email) => ({ email }));
 

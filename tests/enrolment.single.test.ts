@@ -3,9 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatParisDate } from '../src/paris-time';
 import { bearer, buildTestApp } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
-import { addLearner, addLicences, createOrgWithKeys } from './support/factories';
-import { responseErrors } from './support/openapi-validator';
-import { writtenState } from './enrolment.helpers';
+import { addLearner } from './support/factories';
+import { enrolmentHarness, type Org } from './enrolment.helpers';
 
 let database: TestDatabase;
 let app: FastifyInstance;
@@ -19,34 +18,11 @@ afterAll(async () => {
   await database.drop();
 });
 
-type Org = Awaited<ReturnType<typeof createOrgWithKeys>>;
-
-async function newOrg(licences: { standard?: number; tutorat?: number } = { standard: 5 }, domains: string[] = []): Promise<Org> {
-  const org = await createOrgWithKeys(database.db, { domains });
-  if (licences.standard) await addLicences(database.db, org.orgId, 'standard', licences.standard);
-  if (licences.tutorat) await addLicences(database.db, org.orgId, 'tutorat', licences.tutorat);
-  return org;
-}
-
-/** POST /users through the real server; every answer must match what openapi.yaml documents for it. */
-async function enrol(org: Org, payload: unknown, key = org.writeKey) {
-  const response = await app.inject({ method: 'POST', url: '/v1/users', headers: bearer(key), payload: payload as never });
-  expect(responseErrors('/users', 'POST', response.statusCode, response.json())).toEqual([]);
-  return response;
-}
+const { newOrg, enrol, expectRefused } = enrolmentHarness(() => ({ db: database.db, app }));
 const get = (org: Org, url: string) => app.inject({ method: 'GET', url, headers: bearer(org.readKey) }).then((r) => r.json());
 
 async function addProgramme(orgId: string, slug: string) {
   return database.db.insertInto('programmes').values({ org_id: orgId, slug, title: `Programme ${slug}` }).returning('id').executeTakeFirstOrThrow();
-}
-
-/** Sends a request that must be refused with `status`, and checks that it wrote nothing at all. */
-async function expectRefused(org: Org, payload: unknown, status: number, message: RegExp, key = org.writeKey) {
-  const before = await writtenState(database.db, org.orgId);
-  const response = await enrol(org, payload, key);
-  expect(response.statusCode).toBe(status);
-  expect(response.json()).toEqual({ error: expect.stringMatching(message) });
-  expect(await writtenState(database.db, org.orgId)).toEqual(before);
 }
 
 const today = () => formatParisDate(new Date());
