@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { DB } from '../src/database';
 import type { ApiScope } from './tables';
 
@@ -10,42 +10,44 @@ export interface KeyLookup {
   revoked: boolean;
   expiresAt: Date | null;
   expired: boolean;
-  /** Requests counted in the current window, this one included; null when the key is not usable. */
+  /** Requests counted in the current window, these included; null when the key is not usable. */
   hits: number | null;
   /** Seconds until the current window ends. */
   windowResetSeconds: number;
 }
 
-// The window is computed from the database clock, so every server process agrees on it.
-const windowStart = (seconds: number) =>
-  sql<Date>`to_timestamp(floor(extract(epoch from clock_timestamp()) / ${seconds}) * ${seconds})`;
-const secondsLeft = (seconds: number) =>
-  sql<number>`greatest(1, ceil(${seconds} - mod(extract(epoch from clock_timestamp())::numeric, ${seconds})))::int`;
+// The window is computed from the database clock, so every server process agrees on it. Its
+// length in seconds is the statements' parameter $2.
+const windowStart = `to_timestamp(floor(extract(epoch from clock_timestamp()) / $2::int) * $2::int)`;
+const secondsLeft = `greatest(1, ceil($2::int - mod(extract(epoch from clock_timestamp())::numeric, $2::int)))::int`;
 
 /**
- * Finds a key by its hash and, when it is usable, counts this request in its rate-limit window:
- * one round trip for both on the hot path.
+ * Finds a key by its hash ($1) and, when it is usable, counts $3 requests in its rate-limit window:
+ * one round trip for both. Fixed text, prepared once per connection: planning this CTE cost more
+ * than running it (0.3 ms of database time), and building it with Kysely 20 µs more.
  */
-export async function findKeyAndCountRequest(db: DB, keyHash: Buffer, windowSeconds: number): Promise<KeyLookup | null> {
-  const result = await sql<{
+const keyAndCountStatement = `/* prepared:api_key_request */
+  with found as (
+    select k.id, k.org_id, o.name as org_name, k.scopes, k.revoked_at is not null as revoked,
+           k.expires_at, coalesce(k.expires_at <= now(), false) as expired
+    from api_keys k join organisations o on o.id = k.org_id
+    where k.key_hash = $1
+  ), counted as (
+    insert into rate_limit_windows (bucket, window_start, hits)
+    select 'key:' || found.id, ${windowStart}, $3::int from found
+    where not found.revoked and not found.expired
+    on conflict (bucket, window_start) do update set hits = rate_limit_windows.hits + excluded.hits
+    returning hits
+  )
+  select found.*, (select hits from counted) as hits, ${secondsLeft} as reset_seconds
+  from found`;
+
+export async function findKeyAndCountRequests(db: DB, keyHash: Buffer, windowSeconds: number, requests: number): Promise<KeyLookup | null> {
+  const result = await db.executeQuery(CompiledQuery.raw(keyAndCountStatement, [keyHash, windowSeconds, requests]));
+  const row = result.rows[0] as {
     id: string; org_id: string; org_name: string; scopes: ApiScope[]; revoked: boolean;
     expires_at: Date | null; expired: boolean; hits: number | null; reset_seconds: number;
-  }>`
-    with found as (
-      select k.id, k.org_id, o.name as org_name, k.scopes, k.revoked_at is not null as revoked,
-             k.expires_at, coalesce(k.expires_at <= now(), false) as expired
-      from api_keys k join organisations o on o.id = k.org_id
-      where k.key_hash = ${keyHash}
-    ), counted as (
-      insert into rate_limit_windows (bucket, window_start, hits)
-      select 'key:' || found.id, ${windowStart(windowSeconds)}, 1 from found
-      where not found.revoked and not found.expired
-      on conflict (bucket, window_start) do update set hits = rate_limit_windows.hits + 1
-      returning hits
-    )
-    select found.*, (select hits from counted) as hits, ${secondsLeft(windowSeconds)} as reset_seconds
-    from found`.execute(db);
-  const row = result.rows[0];
+  } | undefined;
   if (!row) return null;
   return {
     id: row.id, orgId: row.org_id, orgName: row.org_name, scopes: row.scopes, revoked: row.revoked,
@@ -53,14 +55,14 @@ export async function findKeyAndCountRequest(db: DB, keyHash: Buffer, windowSeco
   };
 }
 
-/** Counts one request in a bucket's current window (unauthenticated callers, by address). */
+/** Counts one request in a bucket's current window (unauthenticated callers, by address: $1). */
 export async function countRequest(db: DB, bucket: string, windowSeconds: number): Promise<{ hits: number; windowResetSeconds: number }> {
-  const result = await sql<{ hits: number; reset_seconds: number }>`
+  const result = await db.executeQuery(CompiledQuery.raw(`
     insert into rate_limit_windows (bucket, window_start, hits)
-    values (${bucket}, ${windowStart(windowSeconds)}, 1)
+    values ($1, ${windowStart}, 1)
     on conflict (bucket, window_start) do update set hits = rate_limit_windows.hits + 1
-    returning hits, ${secondsLeft(windowSeconds)} as reset_seconds`.execute(db);
-  const row = result.rows[0]!;
+    returning hits, ${secondsLeft} as reset_seconds`, [bucket, windowSeconds]));
+  const row = result.rows[0] as { hits: number; reset_seconds: number };
   return { hits: row.hits, windowResetSeconds: row.reset_seconds };
 }
 

@@ -1,9 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { countRequest, findKeyAndCountRequest } from '../db/api-keys';
+import { countRequest } from '../db/api-keys';
 import type { ApiScope } from '../db/tables';
 import { apiKeyPrefix, hashApiKey } from './api-keys';
 import type { DB } from './database';
 import { ApiError } from './errors';
+import { createRequestCounter } from './request-counter';
 
 /** Who is calling: set on every authenticated request before validation and handlers run. */
 export interface Caller {
@@ -56,6 +57,7 @@ function tooManyRequests(retryAfterSeconds: number, limit: number): ApiError {
  * Calls without a usable key are counted per client address, which keeps key guessing slow.
  */
 export function createAuthenticator(db: DB, requestsPerWindow: number, requiredScopes: Map<string, string[]>) {
+  const findKeyAndCountRequest = createRequestCounter(db, rateLimitWindowSeconds);
   async function refuse(request: FastifyRequest, error: ApiError): Promise<never> {
     const attempts = await countRequest(db, `address:${request.ip}`, rateLimitWindowSeconds);
     if (attempts.hits > requestsPerWindow) throw tooManyRequests(attempts.windowResetSeconds, requestsPerWindow);
@@ -69,7 +71,7 @@ export function createAuthenticator(db: DB, requestsPerWindow: number, requiredS
     if (!token || !token.startsWith(apiKeyPrefix)) {
       return refuse(request, new ApiError('key_invalid', `Clé API invalide : le format attendu est « Authorization: Bearer ${apiKeyPrefix}… ».`));
     }
-    const key = await findKeyAndCountRequest(db, hashApiKey(token), rateLimitWindowSeconds);
+    const key = await findKeyAndCountRequest(hashApiKey(token));
     if (!key) return refuse(request, new ApiError('key_invalid', 'Clé API invalide : aucune clé ne correspond.'));
     if (key.revoked) return refuse(request, new ApiError('key_revoked', 'Clé API révoquée : créez une nouvelle clé depuis le tableau de bord.'));
     if (key.expired) {

@@ -18,8 +18,26 @@ pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
 
 export const applicationDatabaseName = 'partner_api';
 
+/**
+ * A statement whose SQL starts with this comment, `/* prepared:name *\/ select ...`, is prepared
+ * once per connection under that name and then only bound and executed: for the statements of every
+ * request (the key lookup), whose planning costs more than running them. Their plan must not depend
+ * on the parameters' values, since PostgreSQL may keep one generic plan.
+ */
+export const preparedStatementMarker = /^\/\* prepared:([a-z_]+) \*\//;
+
+/** pg's client, naming the statements that carry the marker (Kysely passes SQL text and values). */
+class PreparingClient extends pg.Client {
+  override query(...args: any[]): any {
+    const [text, values] = args;
+    const name = typeof text === 'string' && text.startsWith('/* prepared:') ? preparedStatementMarker.exec(text)?.[1] : undefined;
+    if (name !== undefined && args.length === 2) return super.query({ name, text, values });
+    return (super.query as (...rest: any[]) => any)(...args);
+  }
+}
+
 export function createDb(connectionString: string, poolSize = 10): DB {
-  const pool = new pg.Pool({ connectionString, max: poolSize, application_name: 'partner-api' });
+  const pool = new pg.Pool({ connectionString, max: poolSize, application_name: 'partner-api', Client: PreparingClient });
   // An idle connection that the server closes (restart, failover) must not crash the process: the
   // pool drops it and opens a new one on the next query.
   pool.on('error', (error) => {

@@ -51,6 +51,19 @@ describe('rate limit shared by every server process', () => {
     expect((await call(first, otherKey)).status).toBe(200);
   });
 
+  it('accepts exactly 120 of 150 requests sent at once across two servers', async () => {
+    // Requests of a key that arrive together are counted together: the batch that crosses the
+    // limit must still split into places up to 120 (accepted) and beyond (refused).
+    const { readKey } = await createOrgWithKeys(database.db);
+    const [first, second] = servers as [ServerProcess, ServerProcess];
+    await atStartOfWindow();
+    const burst = await Promise.all(Array.from({ length: 150 }, (_, i) => call(i % 2 ? first : second, readKey)));
+    expect(burst.filter((r) => r.status === 200)).toHaveLength(120);
+    expect(burst.filter((r) => r.status === 429)).toHaveLength(30);
+    const remaining = burst.filter((r) => r.status === 200).map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b);
+    expect(remaining).toEqual(Array.from({ length: 120 }, (_, i) => i));
+  });
+
   it('limits calls without a valid key per client address', async () => {
     const [first, second] = servers as [ServerProcess, ServerProcess];
     await atStartOfWindow();
