@@ -1,0 +1,140 @@
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findKeyAndCountRequests } from '../db/api-keys';
+import { countResourceRows, pageResourceRows } from '../db/resources/list';
+import { usersResource } from '../db/resources/users';
+import { hashApiKey } from '../src/api-keys';
+import { jsonEtag } from '../src/conditional-requests';
+import { createDb, type Database } from '../src/database';
+import { formatParisDate, formatParisDateTime } from '../src/paris-time';
+import { createRequestCounter } from '../src/request-counter';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { addLearner, createKey, createOrgWithKeys } from './support/factories';
+
+// What every request goes through, made cheap (issue 2's benchmark): each shortcut must keep the
+// answers exactly what the plain way gives.
+
+let database: TestDatabase;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await database.drop();
+});
+
+/** A database handle that counts the key statements it runs. */
+function countingDb() {
+  const counted = { statements: 0 };
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 5 }) }),
+    log: (event) => {
+      if (event.query.sql.includes('prepared:api_key_request')) counted.statements += 1;
+    },
+  });
+  return { db, counted };
+}
+
+describe('counting requests of a key', () => {
+  it('counts the requests that arrive together in one statement, each with its own place in the window', async () => {
+    const { readKey } = await createOrgWithKeys(database.db);
+    const { db, counted } = countingDb();
+    try {
+      const countRequest = createRequestCounter(db, 60);
+      const lookups = await Promise.all(Array.from({ length: 30 }, () => countRequest(hashApiKey(readKey))));
+      // The first goes alone; the 29 that arrived while it was in flight go together.
+      expect(counted.statements).toBe(2);
+      expect(lookups.map((lookup) => lookup!.hits).sort((a, b) => a! - b!)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+      const stored = await sql<{ hits: number }>`select hits from rate_limit_windows where bucket = ${`key:${lookups[0]!.id}`}`.execute(database.db);
+      expect(stored.rows).toEqual([{ hits: 30 }]);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('answers every waiting request for an unknown or revoked key, and counts nothing for them', async () => {
+    const { orgId } = await createOrgWithKeys(database.db);
+    const revoked = await createKey(database.db, orgId, ['read']);
+    await database.db.updateTable('api_keys').set({ revoked_at: new Date() }).where('id', '=', revoked.id).execute();
+    const { db } = countingDb();
+    try {
+      const countRequest = createRequestCounter(db, 60);
+      const unknown = await Promise.all(Array.from({ length: 5 }, () => countRequest(hashApiKey('sk_live_inconnue'))));
+      expect(unknown).toEqual([null, null, null, null, null]);
+      const refused = await Promise.all(Array.from({ length: 5 }, () => countRequest(hashApiKey(revoked.key))));
+      expect(refused.every((lookup) => lookup!.revoked && lookup!.hits === null)).toBe(true);
+      const stored = await sql`select 1 from rate_limit_windows where bucket = ${`key:${revoked.id}`}`.execute(database.db);
+      expect(stored.rows).toEqual([]);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('prepares the key statement once per connection', async () => {
+    const { readKey } = await createOrgWithKeys(database.db);
+    const db = createDb(database.url, 1);
+    try {
+      for (let i = 0; i < 3; i += 1) await findKeyAndCountRequests(db, hashApiKey(readKey), 60, 1);
+      const prepared = await sql<{ name: string; executions: number }>`
+        select name, (generic_plans + custom_plans)::int as executions from pg_prepared_statements`.execute(db);
+      expect(prepared.rows).toEqual([{ name: 'api_key_request', executions: 3 }]);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('keeps rate-limit windows out of the WAL (an unlogged table)', async () => {
+    const table = await sql<{ relpersistence: string }>`select relpersistence from pg_class where relname = 'rate_limit_windows'`.execute(database.db);
+    expect(table.rows).toEqual([{ relpersistence: 'u' }]);
+  });
+});
+
+describe('compiled statements kept between requests', () => {
+  it('reuses statements, never rows: new data shows at once, and each organisation sees its own', async () => {
+    const [first, second] = [await createOrgWithKeys(database.db), await createOrgWithKeys(database.db)];
+    await addLearner(database.db, first.orgId, { email: 'alice@exemple.fr' });
+    await addLearner(database.db, second.orgId, { email: 'bruno@exemple.fr' });
+    const filterOf = (orgId: string) => ({ orgId, year: 2026, updatedSince: null, membershipId: null, programmeId: null });
+    const emails = async (orgId: string) =>
+      (await pageResourceRows(database.db, usersResource as never, filterOf(orgId), 100, 0, 1000)).map((row) => row.email);
+
+    expect(await emails(first.orgId)).toEqual(['alice@exemple.fr']);
+    expect(await emails(second.orgId)).toEqual(['bruno@exemple.fr']);
+    await addLearner(database.db, first.orgId, { email: 'amandine@exemple.fr', at: '2026-04-01 10:00' });
+    expect(await emails(first.orgId)).toEqual(['alice@exemple.fr', 'amandine@exemple.fr']);
+    expect(await countResourceRows(database.db, usersResource as never, filterOf(first.orgId), 1000)).toEqual({ total: 2, truncated: false });
+    expect(await countResourceRows(database.db, usersResource as never, filterOf(first.orgId), 1)).toEqual({ total: 1, truncated: true });
+  });
+});
+
+describe('the ETag of a JSON body', () => {
+  const body = (generatedAt: string, email: string) => Buffer.from(JSON.stringify({
+    resource: 'users', meta: { org_name: 'Écoles réunies', generated_at: generatedAt }, data: [{ email }],
+  }));
+
+  it('ignores generated_at, whatever the characters before it, and follows the data', () => {
+    expect(jsonEtag(body('2026-11-22 09:00', 'a@exemple.fr'))).toBe(jsonEtag(body('2026-11-22 09:01', 'a@exemple.fr')));
+    expect(jsonEtag(body('2026-11-22 09:00', 'a@exemple.fr'))).not.toBe(jsonEtag(body('2026-11-22 09:00', 'b@exemple.fr')));
+    expect(jsonEtag(Buffer.from('{"data":[]}'))).toMatch(/^W\/"[\w-]{27}"$/);
+  });
+});
+
+describe('Paris time of the minute', () => {
+  it('stays right across minutes, days and the changes of offset, whatever the order of the calls', () => {
+    const cases: [string, string][] = [
+      ['2026-03-29T00:59:59Z', '2026-03-29 01:59'],
+      ['2026-03-29T01:00:00Z', '2026-03-29 03:00'],
+      ['2026-10-25T00:59:00Z', '2026-10-25 02:59'],
+      ['2026-10-25T01:00:00Z', '2026-10-25 02:00'],
+      ['2026-12-31T22:59:59Z', '2026-12-31 23:59'],
+      ['2026-12-31T23:00:00Z', '2027-01-01 00:00'],
+    ];
+    for (const round of [cases, [...cases].reverse(), cases]) {
+      for (const [instant, paris] of round) {
+        expect(formatParisDateTime(new Date(instant))).toBe(paris);
+        expect(formatParisDate(new Date(instant))).toBe(paris.slice(0, 10));
+      }
+    }
+  });
+});
