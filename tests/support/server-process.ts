@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -11,9 +12,14 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** A real server process (`npm start`'s entry point) on a test database, on a free port. */
+// `npm start`'s own command line (its Node flags included), run without npm in between so that
+// signals reach the server itself.
+const [, ...startArguments] = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: { start: string } })
+  .scripts.start.split(' ');
+
+/** A real server process, started as `npm start` starts it, on a test database, on a free port. */
 export async function startServerProcess(databaseUrl: string, environment: Record<string, string> = {}): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, startArguments, {
     cwd: projectRoot,
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', DEMO: '0', LOG_LEVEL: 'warn', ...environment },
     stdio: ['ignore', 'pipe', 'pipe'],
