@@ -12,8 +12,8 @@ export function createGetSummary(context: HandlerContext): Handler {
     const summary = await getSummary(context.db, request.caller.orgId, learner?.membershipId ?? null);
     if (query.format === 'csv') {
       const row = flattenObject(summary as never);
-      async function* oneRow() { yield row; }
-      return reply.headers(csvAttachmentHeaders('summary.csv')).send(csvStream(Object.keys(row), oneRow()));
+      async function* oneChunk() { yield [row]; }
+      return reply.headers(csvAttachmentHeaders('summary.csv')).send(csvStream(Object.keys(row), oneChunk()));
     }
     return {
       resource: 'summary',

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ResourceDefinition } from '../db/resources/definition';
-import { countResourceRows, pageResourceRows, streamRows } from '../db/resources/list';
+import { countResourceRows, pageResourceRows, streamRowChunks } from '../db/resources/list';
 import { csvAttachmentHeaders, csvStream } from '../src/csv';
 import type { Handler, HandlerContext } from './context';
 import { nextPageLink } from './next-page-link';
@@ -27,7 +27,7 @@ export function createListHandler<Row extends Record<string, unknown>>(definitio
 
     if (query.format === 'csv') {
       const fileName = `${definition.name}-${definition.filtersByYear ? year : 'tous'}.csv`;
-      return reply.headers(csvAttachmentHeaders(fileName)).send(csvStream(definition.columns, streamRows(definition.select(db, filter), cap)));
+      return reply.headers(csvAttachmentHeaders(fileName)).send(csvStream(definition.columns, streamRowChunks(db, definition.select(db, filter), cap)));
     }
 
     const limit = query.limit ?? defaultLimit;

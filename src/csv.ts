@@ -1,8 +1,6 @@
 import { Readable } from 'node:stream';
 import Papa from 'papaparse';
 
-const rowsPerChunk = 500;
-
 // Papa.unparse's rules with escapeFormulae, written out for speed (exports run to hundreds of
 // thousands of rows): a text starting with = + - @ tab or CR gets a leading ' and quotes, so a
 // spreadsheet never runs it; a text holding a quote, comma, line break or BOM, or starting or
@@ -19,29 +17,26 @@ function cell(value: unknown): string {
   return needsQuotes.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-function unparse(rows: unknown[][]): string {
+/** Lines of the rows, their cells in the order of the columns. */
+function unparse(columns: readonly string[], rows: readonly Record<string, unknown>[]): string {
   let out = '';
-  for (const row of rows) out += row.map(cell).join(',') + '\r\n';
+  for (const row of rows) {
+    let line = cell(row[columns[0]!]);
+    for (let i = 1; i < columns.length; i += 1) line += ',' + cell(row[columns[i]!]);
+    out += line + '\r\n';
+  }
   return out;
 }
 
 /**
  * A CSV file as the API sends it: UTF-8 with BOM, comma-separated, a header row of the JSON keys in
- * their order, null as an empty cell. Rows are read and written in chunks, so a large export keeps
- * memory flat and follows the client's pace (backpressure through the async iterator).
+ * their order, null as an empty cell. Rows come and go in chunks, so a large export keeps memory
+ * flat and follows the client's pace (backpressure through the async iterator).
  */
-export function csvStream(columns: readonly string[], rows: AsyncIterable<Record<string, unknown>>): Readable {
+export function csvStream(columns: readonly string[], chunks: AsyncIterable<readonly Record<string, unknown>[]>): Readable {
   async function* lines() {
-    yield Papa.BYTE_ORDER_MARK + unparse([columns as string[]]);
-    let chunk: unknown[][] = [];
-    for await (const row of rows) {
-      chunk.push(columns.map((column) => row[column] ?? null));
-      if (chunk.length === rowsPerChunk) {
-        yield unparse(chunk);
-        chunk = [];
-      }
-    }
-    if (chunk.length > 0) yield unparse(chunk);
+    yield Papa.BYTE_ORDER_MARK + columns.map(cell).join(',') + '\r\n';
+    for await (const rows of chunks) yield unparse(columns, rows);
   }
   return Readable.from(lines(), { objectMode: false });
 }

@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findKeyAndCountRequests } from '../db/api-keys';
-import { countResourceRows, pageResourceRows } from '../db/resources/list';
+import { countResourceRows, pageResourceRows, streamRowChunks } from '../db/resources/list';
 import { usersResource } from '../db/resources/users';
 import { hashApiKey } from '../src/api-keys';
 import { jsonEtag } from '../src/conditional-requests';
@@ -105,6 +105,41 @@ describe('compiled statements kept between requests', () => {
     expect(await emails(first.orgId)).toEqual(['alice@exemple.fr', 'amandine@exemple.fr']);
     expect(await countResourceRows(database.db, usersResource as never, filterOf(first.orgId), 1000)).toEqual({ total: 2, truncated: false });
     expect(await countResourceRows(database.db, usersResource as never, filterOf(first.orgId), 1)).toEqual({ total: 1, truncated: true });
+  });
+});
+
+describe('rows of an export, read ahead', () => {
+  const numbers = (db: ReturnType<typeof createDb>) =>
+    db.selectFrom(sql<{ n: number }>`(select generate_series(1, 2500) as n)`.as('s')).select('s.n').orderBy('s.n');
+
+  it('gives every row once, in order, in chunks, up to the cap', async () => {
+    const seen: number[] = [];
+    const sizes: number[] = [];
+    for await (const chunk of streamRowChunks(database.db, numbers(database.db), null)) {
+      sizes.push(chunk.length);
+      seen.push(...chunk.map((row) => row.n as number));
+    }
+    expect(sizes).toEqual([1000, 1000, 500]);
+    expect(seen).toEqual(Array.from({ length: 2500 }, (_, i) => i + 1));
+    let capped = 0;
+    for await (const chunk of streamRowChunks(database.db, numbers(database.db), 1200)) capped += chunk.length;
+    expect(capped).toBe(1200);
+  });
+
+  it('gives its connection back when the reader stops early, with a read still in flight', async () => {
+    // One connection only: had the cursor kept it, the next query would wait for ever.
+    const db = createDb(database.url, 1);
+    try {
+      for (let i = 0; i < 3; i += 1) {
+        for await (const chunk of streamRowChunks(db, numbers(db), null)) {
+          expect(chunk).toHaveLength(1000);
+          break;
+        }
+      }
+      expect((await sql<{ one: number }>`select 1 as one`.execute(db)).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await db.destroy();
+    }
   });
 });
 
