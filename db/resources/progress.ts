@@ -2,7 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { DB } from '../../src/database';
 import { ouiNon, parisDate } from '../render';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
-import { programmeLessonCount, progressPercent } from './enrollments';
+import { progressPercent } from './enrollments';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition } from './scope';
 import type { components } from '../../codegen/openapi';
@@ -22,34 +22,65 @@ export type ProgressRow = components['schemas']['ProgressRow'];
 const enrolmentScope = (filter: ResourceFilter) =>
   scopeCondition({ org: 'pe.org_id', membership: 'pe.membership_id', programme: 'pe.programme_id' }, sql<boolean>`true`, filter);
 
-/** Common table expressions: `placed` holds each lesson's rank, row count `n` and first position `first`. */
-function lessonBlocks(filter: ResourceFilter): RawBuilder<unknown> {
-  const lessonScope = filter.programmeId ? sql`and l.programme_id = ${filter.programmeId}` : sql``;
-  const visitScope = scopeCondition({ org: 'lp.org_id', membership: 'lp.membership_id', programme: 'lp.programme_id' }, sql<boolean>`true`, filter);
-  return sql`
-    enrolled as materialized (
-      select pe.membership_id, pe.programme_id, ${naturalTimestampFilter(sql.ref('pe.enrolled_at'), filter)} as enrolled_in_range
-      from programme_enrolments pe where ${enrolmentScope(filter)}
-    ),
-    ordered_lessons as materialized (
-      select l.id as lesson_id, l.programme_id, row_number() over (order by p.slug, mo.position, l.position) as rank
-      from lessons l join modules mo on mo.id = l.module_id join programmes p on p.id = l.programme_id
-      where l.org_id = ${filter.orgId} ${lessonScope}
-    ),
-    visited as (
+/**
+ * Per lesson, the progress rows whose last visit (`in_range`) and whose enrolment
+ * (`enrolled_in_range`) are in the filter's range. For the organisation (or a programme) they are
+ * summed from the counts kept per month, plus per day from an `updated_since` in mid-month to the
+ * next month; one learner's are counted from their own rows.
+ */
+function visitedPerLesson(filter: ResourceFilter): RawBuilder<unknown> {
+  if (filter.membershipId) {
+    const visitScope = scopeCondition({ org: 'lp.org_id', membership: 'lp.membership_id', programme: 'lp.programme_id' }, sql<boolean>`true`, filter);
+    return sql`
       select lp.lesson_id,
         count(*) filter (where ${naturalTimestampFilter(sql.ref('lp.last_visit_at'), filter)}) as in_range,
         count(*) filter (where ${naturalTimestampFilter(sql.ref('lp.enrolled_at'), filter)}) as enrolled_in_range
       from lesson_progress lp
       where ${visitScope}
-      group by lp.lesson_id
+      group by lp.lesson_id`;
+  }
+  const { from, fullMonthsFrom, to } = countedPeriods(filter);
+  const counts = (table: 'lesson_progress_days' | 'lesson_progress_months', start: string, end: string) => sql`
+    select c.lesson_id, c.last_visits, c.enrolments from ${sql.table(table)} c
+    where c.org_id = ${filter.orgId} ${filter.programmeId ? sql`and c.programme_id = ${filter.programmeId}` : sql``}
+      and c.period >= ${start}::date and c.period < ${end}::date`;
+  return sql`
+    select c.lesson_id, sum(c.last_visits) as in_range, sum(c.enrolments) as enrolled_in_range
+    from (${counts('lesson_progress_months', fullMonthsFrom, to)} union all ${counts('lesson_progress_days', from, fullMonthsFrom < to ? fullMonthsFrom : to)}) c
+    group by c.lesson_id`;
+}
+
+/**
+ * The filter's range as Paris days ('YYYY-MM-DD'): from the later of the year's start and
+ * `updated_since`, to the next year's start; whole months from the first month start in it.
+ */
+export function countedPeriods(filter: Pick<ResourceFilter, 'year' | 'updatedSince'>): { from: string; fullMonthsFrom: string; to: string } {
+  const yearStart = `${filter.year}-01-01`;
+  const from = filter.updatedSince && filter.updatedSince > yearStart ? filter.updatedSince : yearStart;
+  const [year, month, day] = from.split('-').map(Number) as [number, number, number];
+  const fullMonthsFrom = day === 1 ? from : month === 12 ? `${year + 1}-01-01` : `${year}-${String(month + 1).padStart(2, '0')}-01`;
+  return { from, fullMonthsFrom, to: `${filter.year + 1}-01-01` };
+}
+
+/** Common table expressions: `placed` holds each lesson's rank, row count `n` and first position `first`. */
+function lessonBlocks(filter: ResourceFilter): RawBuilder<unknown> {
+  const lessonScope = filter.programmeId ? sql`and l.programme_id = ${filter.programmeId}` : sql``;
+  return sql`
+    ordered_lessons as materialized (
+      select l.id as lesson_id, l.programme_id, row_number() over (order by p.slug, mo.position, l.position) as rank,
+        count(*) over (partition by l.programme_id) as lessons_total
+      from lessons l join modules mo on mo.id = l.module_id join programmes p on p.id = l.programme_id
+      where l.org_id = ${filter.orgId} ${lessonScope}
     ),
+    visited as (${visitedPerLesson(filter)}),
     per_programme as (
-      select programme_id, count(*) filter (where enrolled_in_range) as enrolled_in_range from enrolled group by programme_id
+      select pe.programme_id, count(*) filter (where ${naturalTimestampFilter(sql.ref('pe.enrolled_at'), filter)}) as enrolled_in_range
+      from programme_enrolments pe where ${enrolmentScope(filter)}
+      group by pe.programme_id
     ),
     counted as (
       -- An unopened lesson's row is in range when the enrolment is; an opened one when its last visit is.
-      select ol.lesson_id, ol.programme_id, ol.rank,
+      select ol.lesson_id, ol.programme_id, ol.rank, ol.lessons_total,
         coalesce(pp.enrolled_in_range, 0) - coalesce(v.enrolled_in_range, 0) + coalesce(v.in_range, 0) as n
       from ordered_lessons ol
       left join per_programme pp on pp.programme_id = ol.programme_id
@@ -65,14 +96,19 @@ function progressRows(db: DB, filter: ResourceFilter, window: RowWindow | null) 
   const rows = sql`(
     with ${lessonBlocks(filter)},
     blocks as (
-      select b.rank, b.first, pe.id as enrolment_id, pe.membership_id, pe.programme_id, pe.lessons_viewed, b.lesson_id,
+      select b.rank, b.first, pe.id as enrolment_id, pe.membership_id, pe.programme_id, pe.lessons_viewed, b.lessons_total, b.lesson_id,
         a.name, a.email, lp.viewed, lp.visits, lp.active_seconds, lp.last_visit_at,
         row_number() over (partition by b.lesson_id order by a.email) as nth
       from placed b
       join programme_enrolments pe on pe.programme_id = b.programme_id and ${enrolmentScope(filter)}
       join memberships m on m.id = pe.membership_id
       join accounts a on a.id = m.account_id
-      left join lesson_progress lp on lp.membership_id = pe.membership_id and lp.lesson_id = b.lesson_id
+      -- One row at most, by the unique (membership, lesson) index: a lookup per enrolment of the
+      -- page's blocks, where a join would read the organisation's whole lesson_progress.
+      left join lateral (
+        select lp.viewed, lp.visits, lp.active_seconds, lp.last_visit_at from lesson_progress lp
+        where lp.membership_id = pe.membership_id and lp.lesson_id = b.lesson_id limit 1
+      ) lp on true
       where b.n > 0 ${overlaps}
         and ${naturalTimestampFilter(sql`coalesce(lp.last_visit_at, pe.enrolled_at)`, filter)}
     )
@@ -87,7 +123,7 @@ function progressRows(db: DB, filter: ResourceFilter, window: RowWindow | null) 
       sql<string>`pe.email`.as('email'),
       'p.title as programme',
       'p.slug as programme_slug',
-      progressPercent(programmeLessonCount).as('pourcentage_programme'),
+      progressPercent(sql<number>`pe.lessons_total`).as('pourcentage_programme'),
       'mo.title as module',
       'l.title as lecon',
       ouiNon(sql`coalesce(pe.viewed, false)`).as('vue'),

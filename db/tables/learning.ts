@@ -94,6 +94,21 @@ export interface LessonProgressTable {
   enrolled_at: ColumnType<Date, Date | string | undefined, never>;
 }
 
+/**
+ * lesson_progress rows counted per Paris day (lesson_progress_days) or month
+ * (lesson_progress_months) of their last visit and of their enrolment, kept by triggers on
+ * lesson_progress (`progress` sums them): never write them.
+ */
+export interface LessonProgressCountsTable {
+  org_id: ColumnType<string, never, never>;
+  programme_id: ColumnType<string, never, never>;
+  lesson_id: ColumnType<string, never, never>;
+  /** The day, or the first day of the month. */
+  period: ColumnType<string, never, never>;
+  last_visits: ColumnType<number, never, never>;
+  enrolments: ColumnType<number, never, never>;
+}
+
 export interface TutoringSessionsTable {
   id: Generated<string>;
   org_id: string;
@@ -230,6 +245,8 @@ export interface LearningTables {
   lessons: LessonsTable;
   quiz_questions: QuizQuestionsTable;
   lesson_progress: LessonProgressTable;
+  lesson_progress_days: LessonProgressCountsTable;
+  lesson_progress_months: LessonProgressCountsTable;
   tutoring_sessions: TutoringSessionsTable;
   tutoring_attendance: TutoringAttendanceTable;
   activity_intervals: ActivityIntervalsTable;

@@ -484,8 +484,8 @@ async function skipTriggersIfAllowed(trx: DB): Promise<boolean> {
   return true;
 }
 
-/** What the lesson_progress trigger maintains, for a whole organisation at once. */
-async function refreshEnrolmentSummaries(trx: DB, orgId: string): Promise<void> {
+/** What the lesson_progress triggers maintain, for a whole organisation at once. */
+async function refreshTriggerMaintainedRows(trx: DB, orgId: string): Promise<void> {
   await sql`update programme_enrolments pe
     set lessons_viewed = s.viewed, first_visit_at = s.first_visit, last_visit_at = s.last_visit
     from (
@@ -493,6 +493,7 @@ async function refreshEnrolmentSummaries(trx: DB, orgId: string): Promise<void> 
       from lesson_progress where org_id = ${orgId} group by membership_id, programme_id
     ) s
     where pe.membership_id = s.membership_id and pe.programme_id = s.programme_id`.execute(trx);
+  await sql`select lesson_progress_counts_recount(${orgId})`.execute(trx);
   await sql`set local session_replication_role = origin`.execute(trx);
 }
 
@@ -547,7 +548,7 @@ export async function seedOrganisation(db: DB, options: SeedOptions): Promise<Se
       if (i % 20 === 19) await new Promise((resolve) => setImmediate(resolve));
     }
     await writing;
-    if (fastLoad) await refreshEnrolmentSummaries(trx, organisation.id);
+    if (fastLoad) await refreshTriggerMaintainedRows(trx, organisation.id);
     // Spare licences, never assigned.
     for (const [type, used] of Object.entries(world.licencesUsed)) {
       await sql`insert into licences (org_id, type) select ${organisation.id}, ${type} from generate_series(1, ${Math.max(1, Math.ceil(used * 0.05))})`.execute(trx);
