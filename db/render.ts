@@ -25,10 +25,6 @@ export function ouiNon(condition: Expression<unknown> | RawBuilder<unknown>): Ra
   return sql<'Oui' | 'Non'>`case when ${condition} then 'Oui' else 'Non' end`;
 }
 
-/** The first instant of a Paris calendar year, as timestamptz (for range filters on indexes). */
-export function parisYearStart(year: number): RawBuilder<Date> {
-  return sql<Date>`make_timestamptz(${year}, 1, 1, 0, 0, 0, 'Europe/Paris')`;
-}
 
 /**
  * RFC 3339 with milliseconds and the Paris offset (`2026-01-14T09:05:21.640+01:00`): the date-time

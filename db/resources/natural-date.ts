@@ -1,20 +1,20 @@
 import { type Expression, type RawBuilder, sql } from 'kysely';
-import { parisYearStart } from '../render';
 import type { ResourceFilter } from './definition';
 
 type Timestamp = Expression<unknown> | RawBuilder<unknown>;
 
-/** The instant a Paris calendar day begins, for a 'YYYY-MM-DD' text. */
+/**
+ * The instant a Paris calendar day begins, for a 'YYYY-MM-DD' text: a timestamptz parameter that
+ * PostgreSQL reads in the Paris zone when it binds it. The planner sees its value (it estimates the
+ * rows of a year, not a default fraction) and no row evaluates anything.
+ */
 function parisDayStart(day: string): RawBuilder<Date> {
-  return sql<Date>`(select ${day}::date::timestamp at time zone 'Europe/Paris')`;
+  return sql<Date>`${`${day} 00:00 Europe/Paris`}::timestamptz`;
 }
 
-/**
- * The first instant of a Paris year, as a one-row subquery: computed once per query. make_timestamptz
- * is only stable, and as a plain expression PostgreSQL evaluates it for every row it filters.
- */
+/** The first instant of a Paris year. */
 export function yearStart(year: number): RawBuilder<Date> {
-  return sql<Date>`(select ${parisYearStart(year)})`;
+  return parisDayStart(`${year}-01-01`);
 }
 
 /**
