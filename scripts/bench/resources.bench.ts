@@ -37,6 +37,13 @@ await Promise.all(direct.map((client) => client.connect()));
 
 const run = (client: pg.Client, query: CompiledQuery) => client.query(query.sql, query.parameters as unknown[]);
 
+/** Line feeds in a chunk, found natively: a byte-by-byte loop in JavaScript costs this process a core-second per 100 MB, taken from the measured side. */
+function lineFeeds(chunk: Uint8Array): number {
+  let n = 0;
+  for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) n++;
+  return n;
+}
+
 /** Wall time of one call, in milliseconds. */
 async function timed(action: () => Promise<unknown>): Promise<number> {
   const start = process.hrtime.bigint();
@@ -75,7 +82,7 @@ async function copyOut(query: CompiledQuery): Promise<{ rows: number; seconds: n
   const client = direct[0]!;
   let rows = 0;
   const count = (message: { chunk: Buffer }) => {
-    for (const byte of message.chunk) if (byte === 10) rows++;
+    rows += lineFeeds(message.chunk);
   };
   const connection = (client as unknown as { connection: NodeJS.EventEmitter }).connection;
   connection.on('copyData', count);
@@ -142,7 +149,7 @@ try {
   let lines = 0;
   started = Date.now();
   const response = await fetch(`${exporter.baseUrl}/${largest.name}?format=csv&year=${year}`, { headers });
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) for (const byte of chunk) if (byte === 10) lines++;
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) lines += lineFeeds(chunk);
   const seconds = (Date.now() - started) / 1000;
   const peak = peakRssMb(exporter.child.pid!);
   const copy = await copyOut((resources[largest.name] as unknown as ResourceDefinition).select(database.db, filter).compile());
