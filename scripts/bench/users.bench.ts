@@ -55,8 +55,7 @@ try {
   const rounds = Number(process.env.BENCH_ROUNDS ?? 4);
   const targets = { ours: { url: `${ours.baseUrl}/users?limit=100&offset=0`, headers }, bare: { url: `http://127.0.0.1:${barePort}/users?limit=100&offset=0` } };
   // Warm-up long enough for the JIT to settle: with 2 s, ours' first measured round was still ~10% slow.
-  await load({ ...targets.ours, durationSeconds: 5, connections });
-  await load({ ...targets.bare, durationSeconds: 5, connections });
+  for (const side of ['ours', 'bare'] as const) await load({ ...targets[side], durationSeconds: 5, connections });
   const results: Record<keyof typeof targets, LoadResult[]> = { ours: [], bare: [] };
   for (let round = 0; round < rounds; round += 1) {
     for (const side of ['ours', 'bare'] as const) results[side].push(await load({ ...targets[side], durationSeconds: 5, connections }));
