@@ -55,9 +55,26 @@ async function lessonOf(trx: DB, orgId: string, lessonId: string) {
 }
 
 /**
- * A learner opens a lesson (and spends `activeSeconds` on it from `openedAt`): the lesson's progress
- * (viewed, one more visit, time), the course activity interval, and `course.started` when it is the
- * first lesson the learner opens in that course.
+ * The learner's course time is written one transaction at a time (their membership row is locked),
+ * and a visit may not overlap another: a learner reads one lesson at a time, which is what makes
+ * `temps_cours_min` (the sum of lesson minutes) fit within `temps_actif_min` (their union).
+ */
+async function refuseOverlappingCourseTime(trx: DB, visit: { orgId: string; membershipId: string; openedAt: Date }, leftAt: Date) {
+  await trx.selectFrom('memberships').select('id').where('id', '=', visit.membershipId).where('org_id', '=', visit.orgId).forNoKeyUpdate().execute();
+  const overlapping = await trx.selectFrom('activity_intervals').select(['started_at', 'ended_at'])
+    .where('membership_id', '=', visit.membershipId).where('kind', '=', 'cours')
+    .where('started_at', '<', leftAt).where('ended_at', '>', visit.openedAt)
+    .limit(1).executeTakeFirst();
+  if (overlapping) {
+    throw new ActivityRefused(`the learner is already on a lesson from ${overlapping.started_at.toISOString()} to ${overlapping.ended_at.toISOString()}`);
+  }
+}
+
+/**
+ * A learner opens a lesson (and spends `activeSeconds` on it from `openedAt`): the course interval
+ * that opens the visit (its minutes go to the year they fall in, cut at midnight on 31 December),
+ * the lesson's lifetime progress (viewed from this visit on, one more visit, time), and
+ * `course.started` when it is the first lesson the learner opens in that course.
  */
 export async function openLesson(db: DB, visit: {
   orgId: string; membershipId: string; lessonId: string; openedAt: Date; activeSeconds: number;
@@ -65,31 +82,32 @@ export async function openLesson(db: DB, visit: {
   return inTransaction(db, async (trx) => {
     const lesson = await lessonOf(trx, visit.orgId, visit.lessonId);
     const programme = await lockEnrolment(trx, visit.orgId, visit.membershipId, lesson.programme_id);
+    const leftAt = new Date(visit.openedAt.getTime() + visit.activeSeconds * 1000);
+    await refuseOverlappingCourseTime(trx, visit, leftAt);
     const before = await trx.selectFrom('lesson_progress as lp').innerJoin('lessons as l', 'l.id', 'lp.lesson_id')
       .innerJoin('modules as m', 'm.id', 'l.module_id')
       .select(sql<boolean>`true`.as('seen'))
       .where('lp.membership_id', '=', visit.membershipId).where('m.course_id', '=', lesson.course_id)
       .limit(1).executeTakeFirst();
-    const leftAt = new Date(visit.openedAt.getTime() + visit.activeSeconds * 1000);
     await trx.insertInto('lesson_progress')
       .values({
         org_id: visit.orgId, membership_id: visit.membershipId, programme_id: lesson.programme_id, lesson_id: lesson.id,
-        viewed: true, visits: 1, active_seconds: visit.activeSeconds, first_visit_at: visit.openedAt, last_visit_at: visit.openedAt,
+        viewed: true, viewed_at: visit.openedAt, visits: 1, active_seconds: visit.activeSeconds, first_visit_at: visit.openedAt, last_visit_at: visit.openedAt,
       })
       .onConflict((c) => c.columns(['membership_id', 'lesson_id']).doUpdateSet({
         viewed: true,
+        viewed_at: sql`least(lesson_progress.viewed_at, excluded.viewed_at)`,
         visits: sql`lesson_progress.visits + 1`,
         active_seconds: sql`lesson_progress.active_seconds + excluded.active_seconds`,
         first_visit_at: sql`least(lesson_progress.first_visit_at, excluded.first_visit_at)`,
         last_visit_at: sql`greatest(lesson_progress.last_visit_at, excluded.last_visit_at)`,
       }))
       .execute();
-    if (visit.activeSeconds > 0) {
-      await trx.insertInto('activity_intervals').values({
-        org_id: visit.orgId, membership_id: visit.membershipId, kind: 'cours', started_at: visit.openedAt, ended_at: leftAt,
-        programme_id: lesson.programme_id, lesson_id: lesson.id, attendance_id: null,
-      }).execute();
-    }
+    // A visit without active time still opens one (an empty interval): it counts as a visit.
+    await trx.insertInto('activity_intervals').values({
+      org_id: visit.orgId, membership_id: visit.membershipId, kind: 'cours', started_at: visit.openedAt, ended_at: leftAt,
+      programme_id: lesson.programme_id, lesson_id: lesson.id, attendance_id: null, opens_visit: true,
+    }).execute();
     if (before) return { courseStarted: false, eventId: null };
     const event = await recordEvent(trx, {
       orgId: visit.orgId, type: 'course.started',

@@ -40,7 +40,7 @@ export async function seedDemoOnFirstStart(db: DB, config: Config): Promise<Demo
       }
       return { orgId: organisation.id, orgName: organisation.name, readKey, writeKey };
     });
-    // Its learners and two calendar years of their learning data, from the generator (historical
+    // Its learners and three calendar years of their learning data, from the generator (historical
     // data: no webhook event). A few hundred, so that the first start stays quick.
     await seedOrganisation(db, { orgId: keys.orgId, learners: demoLearners, seed: 1 });
     await mkdir(path.dirname(demoKeysFile(config)), { recursive: true });

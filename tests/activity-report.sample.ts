@@ -60,11 +60,12 @@ export function sampleReportData(size: 'heavy' | 'empty' | 'small' = 'heavy'): A
         const visits = Math.floor(random() * 5);
         total += 1;
         if (visits > 0) viewed += 1;
-        base.progress.push({
+        // Only lessons with activity in the year have a row.
+        if (visits > 0) base.progress.push({
           ...common, programme: programme.title, programme_slug: programme.slug, pourcentage_programme: 0, module: moduleTitle,
           lecon: `Leçon ${module}.${lesson} — ${pick(['Les tableaux croisés dynamiques', 'Écrire un courriel efficace', 'Planifier un sprint', 'Références absolues et relatives'])}`,
           vue: visits > 0 ? 'Oui' : 'Non', visites: visits, temps_min: visits * (5 + Math.floor(random() * 20)),
-          derniere_visite_le: visits > 0 ? date(Math.floor(random() * days)) : null,
+          derniere_visite_le: date(Math.floor(random() * days)),
         });
         if (lesson === 6) {
           for (let attempt = 1; attempt <= (size === 'heavy' ? 3 : 1); attempt += 1) {

@@ -179,12 +179,36 @@ describe('events from the data changes that cause them', () => {
     const programme = await createProgramme(database.db, org.orgId, 'powerpoint', 'PowerPoint');
     const learners = await Promise.all(['l1@exemple.fr', 'l2@exemple.fr', 'l3@exemple.fr'].map((email) => enrolLearner(database.db, org.orgId, email, [programme.programmeId])));
     const [first, second] = programme.lessons;
+    const start = Date.now();
     for (const learner of learners) {
-      const results = await Promise.all([first!, second!, first!, second!].map((lesson) => openLesson(database.db, {
-        orgId: org.orgId, membershipId: learner.membershipId, lessonId: lesson.id, openedAt: new Date(), activeSeconds: 30,
+      // One after the other in time (a learner reads one lesson at a time), all sent at once.
+      const results = await Promise.all([first!, second!, first!, second!].map((lesson, i) => openLesson(database.db, {
+        orgId: org.orgId, membershipId: learner.membershipId, lessonId: lesson.id, openedAt: new Date(start + i * 30_000), activeSeconds: 30,
       })));
       expect(results.filter((r) => r.courseStarted)).toHaveLength(1);
     }
+  });
+
+  it('refuses a visit over time the learner already spent on a lesson, even when both arrive at once, and writes nothing for it', async () => {
+    const programme = await createProgramme(database.db, org.orgId, 'access', 'Access');
+    const learner = await enrolLearner(database.db, org.orgId, 'ines@exemple.fr', [programme.programmeId]);
+    const visit = (lesson: number, openedAt: string, minutes: number) => openLesson(database.db, {
+      orgId: org.orgId, membershipId: learner.membershipId, lessonId: programme.lessons[lesson]!.id, openedAt: new Date(openedAt), activeSeconds: minutes * 60,
+    });
+    const outcomes = await Promise.allSettled([visit(0, '2026-05-04T08:00:00Z', 20), visit(1, '2026-05-04T08:10:00Z', 20), visit(2, '2026-05-04T08:05:00Z', 10)]);
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
+    for (const outcome of outcomes) if (outcome.status === 'rejected') expect(String(outcome.reason)).toMatch(/already on a lesson/);
+    const intervals = await database.db.selectFrom('activity_intervals').select(['lesson_id']).where('membership_id', '=', learner.membershipId).execute();
+    const visits = await database.db.selectFrom('lesson_progress').select(['lesson_id']).where('membership_id', '=', learner.membershipId).execute();
+    expect(intervals).toHaveLength(1);
+    expect(visits).toEqual(intervals);
+    // Right after it, and right before it, the learner may open lessons again.
+    const [kept] = intervals;
+    const index = programme.lessons.findIndex((lesson) => lesson.id === kept!.lesson_id);
+    const { started_at: from, ended_at: to } = await database.db.selectFrom('activity_intervals').select(['started_at', 'ended_at'])
+      .where('membership_id', '=', learner.membershipId).executeTakeFirstOrThrow();
+    await visit((index + 1) % 3, to.toISOString(), 5);
+    await visit((index + 2) % 3, new Date(from.getTime() - 5 * 60_000).toISOString(), 5);
   });
 
   it('refuses activity outside the learner’s enrolments', async () => {

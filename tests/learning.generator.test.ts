@@ -101,6 +101,46 @@ describe('the generator', () => {
     expect(answers.every((row) => (row.correct === 'Oui') === (row.reponse_choisie === row.bonne_reponse))).toBe(true);
   });
 
+  it('tells the year-boundary stories on purpose: time across midnight on 31 December, enrolments over two and three years, January certificates, a dormant year', async () => {
+    const years = [2024, 2025, 2026];
+    const rows = Object.fromEntries(await Promise.all(years.map(async (year) => [year, {
+      enrollments: await api.all('enrollments', `year=${year}`),
+      progress: await api.all('progress', `year=${year}`),
+      documents: await api.all('documents', `year=${year}`),
+      logins: await api.all('logins', `year=${year}`),
+    }] as const)));
+    // Lesson, AI-lab and tutoring time across each New Year of the data.
+    for (const newYear of [2025, 2026]) {
+      for (const kind of ['cours', 'labia', 'tutorat']) {
+        expect(await count(sql<{ n: number }>`select count(*)::int as n from activity_intervals where org_id = ${org.orgId} and kind = ${kind}
+          and paris_year(started_at) = ${newYear - 1} and paris_year(ended_at) = ${newYear}`), `${kind} ${newYear}`).toBeGreaterThan(0);
+      }
+      // The end of a visit opened the year before: a row of its own on 1 January, without a visit.
+      expect(rows[newYear]!.progress.some((row) => row.visites === 0 && (row.temps_min as number) > 0 && row.derniere_visite_le === `${newYear}-01-01`), String(newYear)).toBe(true);
+    }
+    // Enrolments with a row in two and in three calendar years.
+    const yearsOf = new Map<string, number[]>();
+    for (const year of years) {
+      for (const row of rows[year]!.enrollments) {
+        const key = `${row.email} ${row.programme_slug}`;
+        yearsOf.set(key, [...(yearsOf.get(key) ?? []), year]);
+      }
+    }
+    expect([...yearsOf.values()].some((found) => found.length === 3)).toBe(true);
+    expect([...yearsOf.values()].some((found) => found.length === 2)).toBe(true);
+    // A certificate issued in January for a programme followed mostly the year before.
+    const minutes = (year: number, email: unknown, slug: unknown) => rows[year]!.progress
+      .filter((row) => row.email === email && row.programme_slug === slug).reduce((sum, row) => sum + (row.temps_min as number), 0);
+    expect(years.slice(1).some((year) => rows[year]!.documents.some((row) => row.type === 'Attestation' && (row.emis_le as string).startsWith(`${year}-01-`)
+      && minutes(year - 1, row.email, row.programme_slug) > minutes(year, row.email, row.programme_slug)))).toBe(true);
+    // A learner active in the first and last years, with nothing at all in between.
+    const activeIn = (year: number) => new Set(rows[year]!.logins.map((row) => row.email));
+    const dormant = [...activeIn(2024)].filter((email) => activeIn(2026).has(email) && !activeIn(2025).has(email));
+    expect(dormant.length).toBeGreaterThan(0);
+    const [quiet] = await api.all('learners', `year=2025&email=${encodeURIComponent(dormant[0] as string)}`);
+    expect(quiet).toMatchObject({ connexions: 0, temps_actif_min: 0, programmes_suivis: 0, evaluations_total: 0, seances_tutorat: 0 });
+  });
+
   it('keeps every date before "now"', async () => {
     for (const table of ['logins', 'activity_intervals']) {
       expect(await count(sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)} where org_id = ${org.orgId} and started_at >= '2026-11-22T09:00:00Z'`)).toBe(0);
@@ -116,7 +156,7 @@ describe('npm run admin -- seed', () => {
       cwd: projectRoot, env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' },
     });
     const result = JSON.parse(stdout);
-    expect(result).toMatchObject({ org: target.orgId, learners: 6, seed: 9, from: '2024-01-01', to: '2025-12-31' });
+    expect(result).toMatchObject({ org: target.orgId, learners: 6, seed: 9, from: '2023-01-01', to: '2025-12-31' });
     expect(result.total_rows).toBeGreaterThan(100);
     expect(stderr).toMatch(/Génération \[#+\] 100 % 6\/6/);
     const twice = await adminFailure(database.url, ['seed', '--org', target.orgId, '--learners', '6']);

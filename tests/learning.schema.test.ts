@@ -38,12 +38,12 @@ describe('learning schema', () => {
 
     expect(await summary()).toEqual({ lessons_viewed: 0, first_visit_at: null, last_visit_at: null });
     await db.insertInto('lesson_progress').values([
-      { org_id: orgId, membership_id: membershipId, programme_id: programmeId, lesson_id: lessonIds[0]!, viewed: true, first_visit_at: '2026-01-06T10:00:00Z', last_visit_at: '2026-01-07T10:00:00Z' },
+      { org_id: orgId, membership_id: membershipId, programme_id: programmeId, lesson_id: lessonIds[0]!, viewed: true, viewed_at: '2026-01-06T10:00:00Z', first_visit_at: '2026-01-06T10:00:00Z', last_visit_at: '2026-01-07T10:00:00Z' },
       { org_id: orgId, membership_id: membershipId, programme_id: programmeId, lesson_id: lessonIds[1]!, viewed: false, first_visit_at: '2026-01-08T10:00:00Z', last_visit_at: '2026-01-08T10:00:00Z' },
     ]).execute();
     expect(await summary()).toEqual({ lessons_viewed: 1, first_visit_at: new Date('2026-01-06T10:00:00Z'), last_visit_at: new Date('2026-01-08T10:00:00Z') });
 
-    await db.updateTable('lesson_progress').set({ viewed: true, last_visit_at: '2026-02-01T09:00:00Z' }).where('lesson_id', '=', lessonIds[1]!).execute();
+    await db.updateTable('lesson_progress').set({ viewed: true, viewed_at: '2026-02-01T09:00:00Z', last_visit_at: '2026-02-01T09:00:00Z' }).where('lesson_id', '=', lessonIds[1]!).execute();
     expect(await summary()).toMatchObject({ lessons_viewed: 2, last_visit_at: new Date('2026-02-01T09:00:00Z') });
 
     await db.deleteFrom('lesson_progress').where('membership_id', '=', membershipId).execute();
@@ -57,24 +57,24 @@ describe('learning schema', () => {
     const first = await programmeWithLessons(orgId, 1);
     const second = await programmeWithLessons(orgId, 2);
     const row = { org_id: orgId, membership_id: membershipId, programme_id: first.programmeId, lesson_id: first.lessonIds[0]!, first_visit_at: '2026-01-06T10:00:00Z', last_visit_at: '2026-01-06T10:00:00Z' };
-    // Without an enrolment there is no enrolment date to copy, and no enrolment to point at.
-    await expect(db.insertInto('lesson_progress').values(row).execute()).rejects.toThrow(/enrolled_at|lesson_progress_enrolment_fkey/);
+    // Without an enrolment there is no enrolment to point at.
+    await expect(db.insertInto('lesson_progress').values(row).execute()).rejects.toThrow(/lesson_progress_enrolment_fkey/);
     await db.insertInto('programme_enrolments').values({ org_id: orgId, membership_id: membershipId, programme_id: first.programmeId }).execute();
     await expect(db.insertInto('lesson_progress').values({ ...row, lesson_id: second.lessonIds[0]! }).execute()).rejects.toThrow(/lesson_progress_lesson_fkey/);
     await db.insertInto('lesson_progress').values(row).execute();
   });
 
-  it('copies the enrolment date onto each visit, and follows it when it changes', async () => {
+  it('records when a lesson became viewed exactly when it is viewed, not before its first visit', async () => {
     const { db } = database;
     const { orgId } = await createOrgWithKeys(db);
     const { membershipId } = await addLearner(db, orgId, { email: 'e@exemple.fr' });
     const { programmeId, lessonIds } = await programmeWithLessons(orgId, 5);
-    await db.insertInto('programme_enrolments').values({ org_id: orgId, membership_id: membershipId, programme_id: programmeId, enrolled_at: '2026-01-05T10:00:00Z' }).execute();
-    await db.insertInto('lesson_progress').values({ org_id: orgId, membership_id: membershipId, programme_id: programmeId, lesson_id: lessonIds[0]!, first_visit_at: '2026-01-06T10:00:00Z', last_visit_at: '2026-01-06T10:00:00Z' }).execute();
-    const enrolledAt = async () => (await db.selectFrom('lesson_progress').select('enrolled_at').where('membership_id', '=', membershipId).executeTakeFirstOrThrow()).enrolled_at;
-    expect(await enrolledAt()).toEqual(new Date('2026-01-05T10:00:00Z'));
-    await db.updateTable('programme_enrolments').set({ enrolled_at: '2025-12-20T10:00:00Z' }).where('membership_id', '=', membershipId).execute();
-    expect(await enrolledAt()).toEqual(new Date('2025-12-20T10:00:00Z'));
+    await db.insertInto('programme_enrolments').values({ org_id: orgId, membership_id: membershipId, programme_id: programmeId }).execute();
+    const row = { org_id: orgId, membership_id: membershipId, programme_id: programmeId, lesson_id: lessonIds[0]!, first_visit_at: '2026-01-06T10:00:00Z', last_visit_at: '2026-01-06T10:00:00Z' };
+    await expect(db.insertInto('lesson_progress').values({ ...row, viewed: true }).execute()).rejects.toThrow(/lesson_progress_viewed_at/);
+    await expect(db.insertInto('lesson_progress').values({ ...row, viewed: false, viewed_at: '2026-01-06T10:00:00Z' }).execute()).rejects.toThrow(/lesson_progress_viewed_at/);
+    await expect(db.insertInto('lesson_progress').values({ ...row, viewed: true, viewed_at: '2026-01-05T10:00:00Z' }).execute()).rejects.toThrow(/lesson_progress_viewed_at/);
+    await db.insertInto('lesson_progress').values({ ...row, viewed: true, viewed_at: '2026-01-06T10:00:00Z' }).execute();
   });
 
   it('copies the attempt (learner, programme, number, Paris day) onto each quiz answer', async () => {

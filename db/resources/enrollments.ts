@@ -2,36 +2,42 @@ import { type RawBuilder, sql } from 'kysely';
 import type { DB } from '../../src/database';
 import { ouiNon, parisDate, parisDateTime } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
-import { naturalTimestampFilter } from './natural-date';
+import { yearSliceFilter, yearStart } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
 import type { components } from '../../codegen/openapi';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type EnrollmentRow = components['schemas']['EnrollmentRow'];
 
-/** Natural date of an enrolment (alias `pe`): its last lesson visit, else the enrolment. Indexed. */
-export const enrolmentNaturalDate = sql<Date>`coalesce(pe.last_visit_at, pe.enrolled_at)`;
+/*
+ * `enrollments` of year Y: one row per enrolment active in Y (enrolled in Y, or with lesson time,
+ * a quiz attempt, a tutoring session or a document of the programme in Y), as it stood at the end
+ * of Y (now, for the current year). The year slices are kept in enrolment_years (alias `ey`).
+ */
 
-/** Lessons of the enrolment's programme. */
-export const programmeLessonCount = sql<number>`(select count(*)::int from lessons lc where lc.programme_id = pe.programme_id)`;
+/** Lessons of the enrolment's programme (`ey.programme_id`). */
+export const programmeLessonCount = sql<number>`(select count(*)::int from lessons lc where lc.programme_id = ey.programme_id)`;
 
-/** Progress (%) of an enrolment: lessons viewed over lessons, rounded down so 100 means all. */
-export function progressPercent(lessonsTotal: RawBuilder<number>): RawBuilder<number> {
-  return sql<number>`case when ${lessonsTotal} = 0 then 0 else (100 * pe.lessons_viewed / ${lessonsTotal})::int end`;
+/** Progress (%): lessons viewed over lessons, rounded down so that 100 means all. */
+export function progressPercent(lessonsViewed: RawBuilder<number>, lessonsTotal: RawBuilder<number>): RawBuilder<number> {
+  return sql<number>`case when ${lessonsTotal} = 0 then 0 else (100 * ${lessonsViewed} / ${lessonsTotal})::int end`;
 }
 
 /**
- * An enrolment is complete when its end certificate is issued (the generator and the write paths
- * issue it when the last lesson is viewed); `complete_le` is that issue date.
+ * An enrolment is complete at the end of `year` when its end certificate was issued by then (the
+ * generator and the write paths issue it when the last lesson is viewed); `complete_le` is that date.
  */
-export const isCompleteCondition = sql<boolean>`exists (select 1 from documents c
-  where c.membership_id = pe.membership_id and c.programme_id = pe.programme_id and c.type = 'Attestation')`;
+export function completedBy(year: number): RawBuilder<boolean> {
+  return sql<boolean>`exists (select 1 from documents c where c.membership_id = ey.membership_id and c.programme_id = ey.programme_id
+    and c.type = 'Attestation' and c.issued_at < ${yearStart(year + 1)})`;
+}
 
-/** The enrolments a request sees (alias `pe`), in order: natural date, then the enrolment. */
+/** The enrolment years a request sees (alias `ey`), in order: natural date, then the enrolment. */
 export function enrolmentsInScope(db: DB, filter: ResourceFilter) {
-  return db.selectFrom('programme_enrolments as pe')
-    .where(scopeCondition({ org: 'pe.org_id', membership: 'pe.membership_id', programme: 'pe.programme_id' }, naturalTimestampFilter(enrolmentNaturalDate, filter), filter))
-    .orderBy(enrolmentNaturalDate).orderBy('pe.id');
+  return db.selectFrom('enrolment_years as ey')
+    .where(scopeCondition({ org: 'ey.org_id', membership: 'ey.membership_id', programme: 'ey.programme_id' },
+      yearSliceFilter(sql.ref('ey.year'), sql.ref('ey.natural_at'), filter), filter))
+    .orderBy('ey.natural_at').orderBy('ey.enrolment_id');
 }
 
 export const enrollmentsResource: ResourceDefinition<EnrollmentRow> = {
@@ -41,31 +47,36 @@ export const enrollmentsResource: ResourceDefinition<EnrollmentRow> = {
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
   select(db, filter) {
+    const yearEnd = yearStart(filter.year + 1);
     return enrolmentsInScope(db, filter)
-      .innerJoin('memberships as m', 'm.id', 'pe.membership_id')
+      .innerJoin('programme_enrolments as pe', 'pe.id', 'ey.enrolment_id')
+      .innerJoin('memberships as m', 'm.id', 'ey.membership_id')
       .innerJoin('accounts as a', 'a.id', 'm.account_id')
-      .innerJoin('programmes as p', 'p.id', 'pe.programme_id')
+      .innerJoin('programmes as p', 'p.id', 'ey.programme_id')
+      // The certificate counts from its issue: one issued after the end of the year is not there yet.
       .leftJoin('documents as cert', (join) => join
-        .onRef('cert.membership_id', '=', 'pe.membership_id')
-        .onRef('cert.programme_id', '=', 'pe.programme_id')
-        .on('cert.type', '=', 'Attestation'))
+        .onRef('cert.membership_id', '=', 'ey.membership_id')
+        .onRef('cert.programme_id', '=', 'ey.programme_id')
+        .on('cert.type', '=', 'Attestation')
+        .on('cert.issued_at', '<', yearEnd))
       .select([
         'a.name as apprenant',
         'a.email as email',
         'p.title as programme',
         'p.slug as programme_slug',
-        progressPercent(programmeLessonCount).as('pourcentage'),
-        'pe.lessons_viewed as lecons_vues',
+        progressPercent(sql<number>`ey.lessons_viewed`, programmeLessonCount).as('pourcentage'),
+        'ey.lessons_viewed as lecons_vues',
         programmeLessonCount.as('lecons_total'),
         ouiNon(sql`cert.id is not null`).as('complete'),
         parisDate(sql.ref('cert.issued_at')).as('complete_le'),
-        parisDate(sql.ref('pe.last_visit_at')).as('derniere_activite_le'),
-        parisDateTime(sql.ref('pe.first_visit_at')).as('premiere_connexion_le'),
-        parisDateTime(sql.ref('pe.last_visit_at')).as('derniere_connexion_le'),
+        parisDate(sql.ref('ey.last_activity_at')).as('derniere_activite_le'),
+        // The first launch ever, once it has happened by the end of the year.
+        parisDateTime(sql`case when pe.first_visit_at < ${yearEnd} then pe.first_visit_at end`).as('premiere_connexion_le'),
+        parisDateTime(sql.ref('ey.last_visit_at')).as('derniere_connexion_le'),
       ]);
   },
-  keys: (db, filter) => enrolmentsInScope(db, filter).select('pe.id'),
+  keys: (db, filter) => enrolmentsInScope(db, filter).select('ey.enrolment_id'),
   selectWindow(db, filter, window) {
-    return windowByKeys(this.select(db, filter), sql.ref('pe.id'), this.keys!(db, filter), window);
+    return windowByKeys(this.select(db, filter), sql.ref('ey.enrolment_id'), this.keys!(db, filter), window);
   },
 };

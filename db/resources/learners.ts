@@ -4,7 +4,7 @@ import { parisDate } from '../render';
 import { attendanceInScope } from './attendance';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
 import { documentsInScope } from './documents';
-import { enrolmentsInScope, isCompleteCondition } from './enrollments';
+import { completedBy, enrolmentsInScope } from './enrollments';
 import { attemptsInScope } from './evaluations';
 import { loginsInScope } from './logins';
 import { yearStart } from './natural-date';
@@ -14,11 +14,15 @@ import type { components } from '../../codegen/openapi';
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type LearnerRow = components['schemas']['LearnerRow'];
 
-/** The learners a request covers, in their order (email). */
+/**
+ * The learners a request covers, in their order (email): the members of the organisation by the
+ * end of the year (invited or joined by then), so that a past year keeps the learners it had.
+ */
 function membersInScope(db: DB, filter: ResourceFilter) {
   let query = db.selectFrom('memberships as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
-    .where('m.org_id', '=', filter.orgId);
+    .where('m.org_id', '=', filter.orgId)
+    .where(sql<boolean>`least(m.invited_at, m.joined_at) < ${yearStart(filter.year + 1)}`);
   if (filter.membershipId) query = query.where('m.id', '=', filter.membershipId);
   return query.orderBy('a.email');
 }
@@ -27,12 +31,14 @@ function membersInScope(db: DB, filter: ResourceFilter) {
 const ofMembers = (column: string) => sql<boolean>`${sql.ref(column)} in (select id from members)`;
 
 /**
- * Minutes of activity in the year of the learner `mb`: the length of the union of all intervals,
- * and of the course and AI-lab intervals. Intervals are clipped to the year and to whole minutes,
- * so the parts add up exactly. In start order, an interval adds what lies beyond the latest end
- * before it (of any kind, or of its kind). One learner at a time, on their index in start order:
- * the cost follows the learners asked for. An interval lasts at most a day (a check of the table),
- * so the year's are found from a range on their start.
+ * Minutes of activity in the year of the learner `mb`: the length of the union of the year's
+ * pieces (DECISIONS, "A year is a period"), and of the AI-lab ones. Lesson and AI-lab intervals
+ * are cut at the year's bounds; a tutoring session belongs wholly to the year it started in (as
+ * its `attendance` row and connected time do). Pieces are counted between whole minutes, so the
+ * parts add up exactly. In start order, a piece adds what lies beyond the latest end before it (of
+ * any kind, or of its kind). One learner at a time, on their index in start order: the cost
+ * follows the learners asked for. An interval lasts at most a day (a check of the table), so the
+ * year's are found from a range on their start.
  */
 function activityMinutes(filter: ResourceFilter) {
   const start = yearStart(filter.year);
@@ -41,22 +47,25 @@ function activityMinutes(filter: ResourceFilter) {
   const minutes = (total: RawBuilder<unknown>) => sql`(coalesce(extract(epoch from ${total}), 0) / 60)::int`;
   return sql`
     select ${minutes(sql`sum(${beyond('all_end')})`)} as active,
-      ${minutes(sql`sum(${beyond('course_end')}) filter (where kind = 'cours')`)} as course,
       ${minutes(sql`sum(${beyond('lab_end')}) filter (where kind = 'labia')`)} as lab
     from (
       select kind, s, e, max(e) over w as all_end,
-        max(e) filter (where kind = 'cours') over w as course_end,
         max(e) filter (where kind = 'labia') over w as lab_end
       from (
-        select ai.kind, ai.started_at,
-          date_trunc('minute', greatest(ai.started_at, ${start})) as s,
-          date_trunc('minute', least(ai.ended_at, ${end})) as e
+        select ai.kind,
+          date_trunc('minute', case when ai.kind = 'tutorat' then ai.started_at else greatest(ai.started_at, ${start}) end) as s,
+          date_trunc('minute', case when ai.kind = 'tutorat' then ai.ended_at else least(ai.ended_at, ${end}) end) as e
         from activity_intervals ai
+        left join tutoring_attendance ta on ta.id = ai.attendance_id
+        left join tutoring_sessions ts on ts.id = ta.session_id
         where ai.membership_id = mb.id
-          and ai.started_at >= ${start} - interval '1 day' and ai.started_at < ${end} and ai.ended_at > ${start}
-      ) clipped
+          and ai.started_at >= ${start} - interval '1 day' and ai.started_at < ${end} + interval '1 day'
+          and case when ai.kind = 'tutorat'
+            then coalesce(ts.starts_at, ai.started_at) >= ${start} and coalesce(ts.starts_at, ai.started_at) < ${end}
+            else ai.ended_at > ${start} and ai.started_at < ${end} end
+      ) pieces
       where e > s
-      window w as (order by started_at, e rows between unbounded preceding and 1 preceding)
+      window w as (order by s, e rows between unbounded preceding and 1 preceding)
     ) ordered`;
 }
 
@@ -67,9 +76,13 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
   const detail = { ...filter, updatedSince: null, programmeId: null };
   const logins = loginsInScope(db, detail).clearOrderBy().where(ofMembers('lg.membership_id'))
     .select(['lg.membership_id', sql<number>`count(*)::int`.as('logins')]).groupBy('lg.membership_id');
-  const enrolments = enrolmentsInScope(db, detail).clearOrderBy().where(ofMembers('pe.membership_id'))
-    .select(['pe.membership_id', sql<number>`count(*)::int`.as('followed'), sql<number>`count(*) filter (where ${isCompleteCondition})::int`.as('completed')])
-    .groupBy('pe.membership_id');
+  const enrolments = enrolmentsInScope(db, detail).clearOrderBy().where(ofMembers('ey.membership_id'))
+    .select(['ey.membership_id', sql<number>`count(*)::int`.as('followed'), sql<number>`count(*) filter (where ${completedBy(filter.year)})::int`.as('completed')])
+    .groupBy('ey.membership_id');
+  // Course time is time on lessons: the sum of the learner's `progress.temps_min` of the year.
+  const courseMinutes = db.selectFrom('lesson_progress_years as lpy').where('lpy.year', '=', filter.year).where(ofMembers('lpy.membership_id'))
+    .select(['lpy.membership_id', sql<number>`sum(lpy.active_minutes)::int`.as('minutes')])
+    .groupBy('lpy.membership_id');
   const attempts = attemptsInScope(db, detail).clearOrderBy().where(ofMembers('qa.membership_id'))
     .select(['qa.membership_id', sql<number>`count(*)::int`.as('total'), sql<number>`count(*) filter (where qa.passed)::int`.as('passed'),
       sql<number | null>`round(avg(qa.score) filter (where qa.passed))::int`.as('mean_score')])
@@ -90,11 +103,11 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
   return sql<LearnerRow>`(
     with members as materialized (${members})
     select mb.name as nom, mb.email,
-      ${parisDate(sql.ref('mb.invited_at'))} as invite_le,
-      ${parisDate(sql.ref('mb.joined_at'))} as inscrit_le,
+      ${parisDate(sql`case when mb.invited_at < ${yearStart(filter.year + 1)} then mb.invited_at end`)} as invite_le,
+      ${parisDate(sql`case when mb.joined_at < ${yearStart(filter.year + 1)} then mb.joined_at end`)} as inscrit_le,
       coalesce(lg.logins, 0) as connexions,
       coalesce(t.active, 0) as temps_actif_min,
-      coalesce(t.course, 0) as temps_cours_min,
+      coalesce(lpy.minutes, 0) as temps_cours_min,
       coalesce(t.lab, 0) as temps_labia_min,
       coalesce(ta.minutes, 0) as temps_tutorat_min,
       coalesce(pe.followed, 0) as programmes_suivis,
@@ -111,6 +124,7 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
     from members mb
     left join (${logins}) lg on lg.membership_id = mb.id
     left join lateral (${activityMinutes(detail)}) t on true
+    left join (${courseMinutes}) lpy on lpy.membership_id = mb.id
     left join (${enrolments}) pe on pe.membership_id = mb.id
     left join (${attempts}) qa on qa.membership_id = mb.id
     left join (${attendance}) ta on ta.membership_id = mb.id

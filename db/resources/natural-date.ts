@@ -42,3 +42,13 @@ export function naturalDayFilter(day: Timestamp, filter: ResourceFilter): RawBui
   if (filter.updatedSince) conditions.push(sql`${day} >= ${filter.updatedSince}::date`);
   return sql<boolean>`(${sql.join(conditions, sql` and `)})`;
 }
+
+/**
+ * `year` and `updated_since` on a year slice (enrolment_years, lesson_progress_years): the row's
+ * year column, and its natural timestamp (which lies in that year) for `updated_since`.
+ */
+export function yearSliceFilter(year: Timestamp, natural: Timestamp, filter: ResourceFilter): RawBuilder<boolean> {
+  const conditions = [sql`${year} = ${filter.year}`];
+  if (filter.updatedSince) conditions.push(sql`${natural} >= ${parisDayStart(filter.updatedSince)}`);
+  return sql<boolean>`(${sql.join(conditions, sql` and `)})`;
+}

@@ -3,7 +3,7 @@ import type { DB } from '../../src/database';
 import { ouiNon, parisDate } from '../render';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
 import { progressPercent } from './enrollments';
-import { naturalTimestampFilter } from './natural-date';
+import { yearSliceFilter, yearStart } from './natural-date';
 import { scopeCondition } from './scope';
 import type { components } from '../../codegen/openapi';
 
@@ -11,41 +11,34 @@ import type { components } from '../../codegen/openapi';
 export type ProgressRow = components['schemas']['ProgressRow'];
 
 /*
- * `progress` is every lesson of every enrolment in scope, the lesson opened or not, in the order
- * programme slug, module, lesson, email; its natural date is the last visit, else the enrolment.
- * Rows of unopened lessons do not exist in a table, so no index holds that order. Instead the rows
- * are counted per lesson (from the enrolments and the organisation's visits, without building
- * them), which places each lesson's block in the order; a page then builds only the blocks it
- * overlaps and sorts them by email.
+ * `progress` of year Y: one row per learner and lesson with activity in Y (lesson_progress_years,
+ * alias `lpy`): the visits and minutes of Y, the last visit in Y, and whether the lesson was viewed
+ * and how far the programme had progressed by the end of Y. The order is programme slug, module,
+ * lesson, email, which no index holds: the rows are counted per lesson instead (from the counts kept
+ * per day and month, or one learner's own rows), which places each lesson's block in the order; a
+ * page then builds only the blocks it overlaps and sorts them by email.
  */
 
-const enrolmentScope = (filter: ResourceFilter) =>
-  scopeCondition({ org: 'pe.org_id', membership: 'pe.membership_id', programme: 'pe.programme_id' }, sql<boolean>`true`, filter);
+const yearRowScope = (filter: ResourceFilter) => scopeCondition(
+  { org: 'lpy.org_id', membership: 'lpy.membership_id', programme: 'lpy.programme_id' },
+  yearSliceFilter(sql.ref('lpy.year'), sql.ref('lpy.last_visit_at'), filter), filter);
 
 /**
- * Per lesson, the progress rows whose last visit (`in_range`) and whose enrolment
- * (`enrolled_in_range`) are in the filter's range. For the organisation (or a programme) they are
- * summed from the counts kept per month, plus per day from an `updated_since` in mid-month to the
- * next month; one learner's are counted from their own rows.
+ * Rows per lesson in the filter's range. For the organisation (or a programme) they are summed
+ * from the counts kept per month, plus per day from an `updated_since` in mid-month to the next
+ * month; one learner's are counted from their own rows.
  */
-function visitedPerLesson(filter: ResourceFilter): RawBuilder<unknown> {
+function rowsPerLesson(filter: ResourceFilter): RawBuilder<unknown> {
   if (filter.membershipId) {
-    const visitScope = scopeCondition({ org: 'lp.org_id', membership: 'lp.membership_id', programme: 'lp.programme_id' }, sql<boolean>`true`, filter);
-    return sql`
-      select lp.lesson_id,
-        count(*) filter (where ${naturalTimestampFilter(sql.ref('lp.last_visit_at'), filter)}) as in_range,
-        count(*) filter (where ${naturalTimestampFilter(sql.ref('lp.enrolled_at'), filter)}) as enrolled_in_range
-      from lesson_progress lp
-      where ${visitScope}
-      group by lp.lesson_id`;
+    return sql`select lpy.lesson_id, count(*) as n from lesson_progress_years lpy where ${yearRowScope(filter)} group by lpy.lesson_id`;
   }
   const { from, fullMonthsFrom, to } = countedPeriods(filter);
   const counts = (table: 'lesson_progress_days' | 'lesson_progress_months', start: string, end: string) => sql`
-    select c.lesson_id, c.last_visits, c.enrolments from ${sql.table(table)} c
+    select c.lesson_id, c.progress_rows from ${sql.table(table)} c
     where c.org_id = ${filter.orgId} ${filter.programmeId ? sql`and c.programme_id = ${filter.programmeId}` : sql``}
       and c.period >= ${start}::date and c.period < ${end}::date`;
   return sql`
-    select c.lesson_id, sum(c.last_visits) as in_range, sum(c.enrolments) as enrolled_in_range
+    select c.lesson_id, sum(c.progress_rows) as n
     from (${counts('lesson_progress_months', fullMonthsFrom, to)} union all ${counts('lesson_progress_days', from, fullMonthsFrom < to ? fullMonthsFrom : to)}) c
     group by c.lesson_id`;
 }
@@ -55,8 +48,8 @@ function visitedPerLesson(filter: ResourceFilter): RawBuilder<unknown> {
  * `updated_since`, to the next year's start; whole months from the first month start in it.
  */
 export function countedPeriods(filter: Pick<ResourceFilter, 'year' | 'updatedSince'>): { from: string; fullMonthsFrom: string; to: string } {
-  const yearStart = `${filter.year}-01-01`;
-  const from = filter.updatedSince && filter.updatedSince > yearStart ? filter.updatedSince : yearStart;
+  const yearStartDay = `${filter.year}-01-01`;
+  const from = filter.updatedSince && filter.updatedSince > yearStartDay ? filter.updatedSince : yearStartDay;
   const [year, month, day] = from.split('-').map(Number) as [number, number, number];
   const fullMonthsFrom = day === 1 ? from : month === 12 ? `${year + 1}-01-01` : `${year}-${String(month + 1).padStart(2, '0')}-01`;
   return { from, fullMonthsFrom, to: `${filter.year + 1}-01-01` };
@@ -72,20 +65,8 @@ function lessonBlocks(filter: ResourceFilter): RawBuilder<unknown> {
       from lessons l join modules mo on mo.id = l.module_id join programmes p on p.id = l.programme_id
       where l.org_id = ${filter.orgId} ${lessonScope}
     ),
-    visited as (${visitedPerLesson(filter)}),
-    per_programme as (
-      select pe.programme_id, count(*) filter (where ${naturalTimestampFilter(sql.ref('pe.enrolled_at'), filter)}) as enrolled_in_range
-      from programme_enrolments pe where ${enrolmentScope(filter)}
-      group by pe.programme_id
-    ),
-    counted as (
-      -- An unopened lesson's row is in range when the enrolment is; an opened one when its last visit is.
-      select ol.lesson_id, ol.programme_id, ol.rank, ol.lessons_total,
-        coalesce(pp.enrolled_in_range, 0) - coalesce(v.enrolled_in_range, 0) + coalesce(v.in_range, 0) as n
-      from ordered_lessons ol
-      left join per_programme pp on pp.programme_id = ol.programme_id
-      left join visited v on v.lesson_id = ol.lesson_id
-    ),
+    counted as (select ol.lesson_id, ol.programme_id, ol.rank, ol.lessons_total, coalesce(r.n, 0) as n
+      from ordered_lessons ol left join (${rowsPerLesson(filter)}) r on r.lesson_id = ol.lesson_id),
     placed as (select *, (sum(n) over (order by rank) - n)::int as first from counted)`;
 }
 
@@ -93,45 +74,45 @@ function lessonBlocks(filter: ResourceFilter): RawBuilder<unknown> {
 function progressRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
   const overlaps = window ? sql`and b.first < ${window.offset + window.limit} and b.first + b.n > ${window.offset}` : sql``;
   const inWindow = window ? sql`where r.first + r.nth - 1 >= ${window.offset} and r.first + r.nth - 1 < ${window.offset + window.limit}` : sql``;
+  const yearEnd = yearStart(filter.year + 1);
   const rows = sql`(
     with ${lessonBlocks(filter)},
     blocks as (
-      select b.rank, b.first, pe.id as enrolment_id, pe.membership_id, pe.programme_id, pe.lessons_viewed, b.lessons_total, b.lesson_id,
-        a.name, a.email, lp.viewed, lp.visits, lp.active_seconds, lp.last_visit_at,
+      select b.rank, b.first, b.lessons_total, lpy.membership_id, lpy.programme_id, lpy.lesson_id,
+        lpy.visits, lpy.active_minutes, lpy.last_visit_at, a.name, a.email,
         row_number() over (partition by b.lesson_id order by a.email) as nth
       from placed b
-      join programme_enrolments pe on pe.programme_id = b.programme_id and ${enrolmentScope(filter)}
-      join memberships m on m.id = pe.membership_id
+      join lesson_progress_years lpy on lpy.lesson_id = b.lesson_id and ${yearRowScope(filter)}
+      join memberships m on m.id = lpy.membership_id
       join accounts a on a.id = m.account_id
-      -- One row at most, by the unique (membership, lesson) index: a lookup per enrolment of the
-      -- page's blocks, where a join would read the organisation's whole lesson_progress.
-      left join lateral (
-        select lp.viewed, lp.visits, lp.active_seconds, lp.last_visit_at from lesson_progress lp
-        where lp.membership_id = pe.membership_id and lp.lesson_id = b.lesson_id limit 1
-      ) lp on true
       where b.n > 0 ${overlaps}
-        and ${naturalTimestampFilter(sql`coalesce(lp.last_visit_at, pe.enrolled_at)`, filter)}
     )
     select r.* from blocks r ${inWindow}
   )`;
-  return db.selectFrom(rows.as('pe'))
-    .innerJoin('lessons as l', 'l.id', sql.ref('pe.lesson_id') as never)
+  return db.selectFrom(rows.as('lpy'))
+    .innerJoin('lessons as l', 'l.id', sql.ref('lpy.lesson_id') as never)
     .innerJoin('modules as mo', 'mo.id', 'l.module_id')
     .innerJoin('programmes as p', 'p.id', 'l.programme_id')
+    // The state at the end of the year: the lesson viewed by then, the programme's lessons viewed by then.
+    .leftJoin('lesson_progress as lp', (join) => join.onRef('lp.membership_id', '=', sql.ref('lpy.membership_id') as never).onRef('lp.lesson_id', '=', 'l.id'))
+    .leftJoin('enrolment_years as ey', (join) => join
+      .onRef('ey.membership_id', '=', sql.ref('lpy.membership_id') as never)
+      .onRef('ey.programme_id', '=', 'l.programme_id')
+      .on('ey.year', '=', filter.year))
     .select([
-      sql<string | null>`pe.name`.as('apprenant'),
-      sql<string>`pe.email`.as('email'),
+      sql<string | null>`lpy.name`.as('apprenant'),
+      sql<string>`lpy.email`.as('email'),
       'p.title as programme',
       'p.slug as programme_slug',
-      progressPercent(sql<number>`pe.lessons_total`).as('pourcentage_programme'),
+      progressPercent(sql<number>`coalesce(ey.lessons_viewed, 0)`, sql<number>`lpy.lessons_total`).as('pourcentage_programme'),
       'mo.title as module',
       'l.title as lecon',
-      ouiNon(sql`coalesce(pe.viewed, false)`).as('vue'),
-      sql<number>`coalesce(pe.visits, 0)`.as('visites'),
-      sql<number>`round(coalesce(pe.active_seconds, 0) / 60.0)::int`.as('temps_min'),
-      parisDate(sql.ref('pe.last_visit_at')).as('derniere_visite_le'),
+      ouiNon(sql`lp.viewed_at < ${yearEnd}`).as('vue'),
+      sql<number>`lpy.visits`.as('visites'),
+      sql<number>`lpy.active_minutes`.as('temps_min'),
+      parisDate(sql.ref('lpy.last_visit_at')).as('derniere_visite_le'),
     ])
-    .orderBy(sql`pe.rank`).orderBy(sql`pe.email`);
+    .orderBy(sql`lpy.rank`).orderBy(sql`lpy.email`);
 }
 
 export const progressResource: ResourceDefinition<ProgressRow> = {

@@ -19,8 +19,9 @@ export interface ProgrammesTable {
 }
 
 /**
- * A learner in a programme. `lessons_viewed`, `first_visit_at` and `last_visit_at` are maintained
- * by a trigger on lesson_progress: never write them.
+ * A learner in a programme. `lessons_viewed`, `first_visit_at` and `last_visit_at` (lifetime) are
+ * maintained by a trigger on lesson_progress: never write them. Its state year by year is in
+ * enrolment_years.
  */
 export interface ProgrammeEnrolmentsTable {
   id: Generated<string>;
@@ -78,7 +79,11 @@ export interface QuizQuestionsTable {
   correct_option: string;
 }
 
-/** One row per lesson a learner opened; (membership, programme) must be an enrolment. */
+/**
+ * One row per lesson a learner opened, over the learner's whole time on it; (membership, programme)
+ * must be an enrolment. `viewed_at` is the start of the visit in which the lesson became viewed
+ * (set exactly when `viewed` is). Its year-by-year slices are in lesson_progress_years.
+ */
 export interface LessonProgressTable {
   id: IdentityKey;
   org_id: string;
@@ -86,18 +91,34 @@ export interface LessonProgressTable {
   programme_id: string;
   lesson_id: string;
   viewed: Generated<boolean>;
+  viewed_at: Date | string | null;
   visits: Generated<number>;
   active_seconds: Generated<number>;
   first_visit_at: Timestamp;
   last_visit_at: Timestamp;
-  /** The enrolment's date, copied by a trigger (`progress` counts on one index): never write it. */
-  enrolled_at: ColumnType<Date, Date | string | undefined, never>;
 }
 
 /**
- * lesson_progress rows counted per Paris day (lesson_progress_days) or month
- * (lesson_progress_months) of their last visit and of their enrolment, kept by triggers on
- * lesson_progress (`progress` sums them): never write them.
+ * A learner's lesson in one Paris year with activity on it, derived by triggers from the course
+ * intervals (never write it): the visits opened that year, the minutes of that year (intervals cut
+ * at midnight on 31 December, counted between whole minutes) and the last visit opened that year,
+ * or 1 January at midnight when the year only holds the end of a visit opened the year before.
+ */
+export interface LessonProgressYearsTable {
+  org_id: ColumnType<string, never, never>;
+  membership_id: ColumnType<string, never, never>;
+  programme_id: ColumnType<string, never, never>;
+  lesson_id: ColumnType<string, never, never>;
+  year: ColumnType<number, never, never>;
+  visits: ColumnType<number, never, never>;
+  active_minutes: ColumnType<number, never, never>;
+  last_visit_at: ColumnType<Date, never, never>;
+}
+
+/**
+ * lesson_progress_years rows counted per Paris day (lesson_progress_days) or month
+ * (lesson_progress_months) of their last visit, kept by triggers (`progress` sums them): never
+ * write them.
  */
 export interface LessonProgressCountsTable {
   org_id: ColumnType<string, never, never>;
@@ -105,8 +126,27 @@ export interface LessonProgressCountsTable {
   lesson_id: ColumnType<string, never, never>;
   /** The day, or the first day of the month. */
   period: ColumnType<string, never, never>;
-  last_visits: ColumnType<number, never, never>;
-  enrolments: ColumnType<number, never, never>;
+  progress_rows: ColumnType<number, never, never>;
+}
+
+/**
+ * An enrolment in one Paris year in which it is active (its enrolment year, or a year with lesson
+ * time, a quiz attempt, a tutoring session or a document of the programme), with its state at the
+ * end of that year; derived by triggers from those facts (never write it).
+ */
+export interface EnrolmentYearsTable {
+  membership_id: ColumnType<string, never, never>;
+  programme_id: ColumnType<string, never, never>;
+  year: ColumnType<number, never, never>;
+  enrolment_id: ColumnType<string, never, never>;
+  org_id: ColumnType<string, never, never>;
+  /** The last activity up to the end of the year, else the enrolment: the `enrollments` natural date. */
+  natural_at: ColumnType<Date, never, never>;
+  last_activity_at: ColumnType<Date | null, never, never>;
+  /** The last lesson visit opened up to the end of the year. */
+  last_visit_at: ColumnType<Date | null, never, never>;
+  /** Lessons viewed by the end of the year. */
+  lessons_viewed: ColumnType<number, never, never>;
 }
 
 export interface TutoringSessionsTable {
@@ -131,7 +171,11 @@ export interface TutoringAttendanceTable {
   signed_by_trainer: Generated<boolean>;
 }
 
-/** A span of activity (at most one day long); `attendance_id` for the tutoring kind. */
+/**
+ * A span of activity (at most one day long); `attendance_id` for the tutoring kind. A lesson visit
+ * is one or more course spans on its lesson, the first of which `opens_visit`; a learner's course
+ * spans never overlap (one lesson at a time), so their minutes add up to no more than the union.
+ */
 export interface ActivityIntervalsTable {
   id: IdentityKey;
   org_id: string;
@@ -142,6 +186,7 @@ export interface ActivityIntervalsTable {
   programme_id: string | null;
   lesson_id: string | null;
   attendance_id: string | null;
+  opens_visit: Generated<boolean>;
 }
 
 export interface LoginsTable {
@@ -245,6 +290,8 @@ export interface LearningTables {
   lessons: LessonsTable;
   quiz_questions: QuizQuestionsTable;
   lesson_progress: LessonProgressTable;
+  lesson_progress_years: LessonProgressYearsTable;
+  enrolment_years: EnrolmentYearsTable;
   lesson_progress_days: LessonProgressCountsTable;
   lesson_progress_months: LessonProgressCountsTable;
   tutoring_sessions: TutoringSessionsTable;

@@ -88,8 +88,13 @@ async function step(db: DB, world: World, orgId: string, enrolment: Enrolment, b
   const viewed = new Set(state.viewed ?? []);
   const next = lessons.find((lesson) => !viewed.has(lesson.id));
   if (next) {
-    const spent = between(3, 25) * 60;
-    const opened = await openLesson(db, { ...ids, lessonId: next.id, openedAt: secondsAgo(spent), activeSeconds: spent });
+    // A few minutes on the lesson up to now, after whatever the learner was reading before (one lesson at a time).
+    const { lastCourseEnd } = await db.selectFrom('activity_intervals').select((eb) => eb.fn.max('ended_at').as('lastCourseEnd'))
+      .where('membership_id', '=', enrolment.membershipId).where('kind', '=', 'cours').executeTakeFirstOrThrow();
+    const now = new Date();
+    const openedAt = new Date(Math.max(now.getTime() - between(3, 25) * 60_000, lastCourseEnd ? new Date(lastCourseEnd).getTime() : 0));
+    const spent = Math.max(0, Math.floor((now.getTime() - openedAt.getTime()) / 1000));
+    const opened = await openLesson(db, { ...ids, lessonId: next.id, openedAt, activeSeconds: spent });
     const events = opened.courseStarted ? ['course.started'] : [];
     if (next.hasQuiz && world.questions.has(next.id) && events.length < budget) {
       await takeQuiz(db, world, ids, next.id);

@@ -1,7 +1,8 @@
 /**
  * The generator's clock: days counted from 1 January of the first year, and minutes within a
  * Paris day. Activity happens between 07:00 and 23:59, away from the daylight-saving switch at
- * night, so a day's UTC offset taken at noon is exact for every generated instant.
+ * night, so a day's UTC offset taken at noon is exact for every generated instant; only New Year's
+ * Eve runs past midnight (minutes beyond 24 h), and no clock changes that night.
  */
 const offsetFormat = new Intl.DateTimeFormat('en-US', { timeZone: 'Europe/Paris', timeZoneName: 'shortOffset' });
 
@@ -34,6 +35,21 @@ export class ParisCalendar {
   /** 'YYYY-MM-DD' of a day. */
   date(day: number): string {
     return new Date(Date.UTC(this.firstYear, 0, 1 + day)).toISOString().slice(0, 10);
+  }
+
+  /** 'YYYY-MM-DD' of a minute of a day (the next day's, past midnight). */
+  dateAt(day: number, minute: number): string {
+    return this.date(day + Math.floor(minute / (24 * 60)));
+  }
+
+  /** The day of a calendar date (month 1 to 12); it may lie outside the calendar. */
+  dayOf(year: number, month: number, dayOfMonth: number): number {
+    return Math.round((Date.UTC(year, month - 1, dayOfMonth) - Date.UTC(this.firstYear, 0, 1)) / 86_400_000);
+  }
+
+  /** 31 December: the evening whose activity may run into the next year. */
+  isNewYearsEve(day: number): boolean {
+    return this.date(day).endsWith('-12-31');
   }
 
   /** Day of the week, 0 = Monday. */

@@ -6,6 +6,7 @@ import { RowBuffer, writeBatch } from './bulk-insert';
 import { ParisCalendar } from './calendar';
 import { programmeTemplates, type ProgrammeTemplate, trainerNames } from './catalogue';
 import { hashText, Random } from './random';
+import { type Pace, plannedProgrammes, type ProgrammePlan, type Story, storyOf } from './stories';
 import * as words from './vocabulary';
 
 export interface SeedOptions {
@@ -13,7 +14,7 @@ export interface SeedOptions {
   learners: number;
   /** Same seed, same data (for the same `year` and, in the current year, the same day). */
   seed?: number;
-  /** The later of the two calendar years generated; default: the current Paris year. */
+  /** The last of the three calendar years generated; default: the current Paris year. */
   year?: number;
   /** Nothing happens after this instant (whole Paris days before it); default: now. */
   now?: Date;
@@ -57,9 +58,13 @@ function buffers() {
     programme_enrolments: new RowBuffer('programme_enrolments', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', enrolled_at: 'time' }),
     tutoring_sessions: new RowBuffer('tutoring_sessions', { id: 'uuid', org_id: 'uuid', programme_id: 'uuid', title: 'text', starts_at: 'time', planned_minutes: 'int', trainer_name: 'text' }),
     tutoring_attendance: new RowBuffer('tutoring_attendance', { id: 'uuid', org_id: 'uuid', session_id: 'uuid', membership_id: 'uuid', present: 'bool', connected_minutes: 'int', signed_by_learner: 'bool', signed_by_trainer: 'bool' }),
-    activity_intervals: new RowBuffer('activity_intervals', { org_id: 'uuid', membership_id: 'uuid', kind: 'text', started_at: 'time', ended_at: 'time', programme_id: 'uuid', lesson_id: 'uuid', attendance_id: 'uuid' }),
+    activity_intervals: new RowBuffer('activity_intervals', {
+      org_id: 'uuid', membership_id: 'uuid', kind: 'text', started_at: 'time', ended_at: 'time', programme_id: 'uuid', lesson_id: 'uuid', attendance_id: 'uuid', opens_visit: 'bool',
+    }),
     logins: new RowBuffer('logins', { org_id: 'uuid', membership_id: 'uuid', started_at: 'time', ended_at: 'time', ip: 'inet', user_agent: 'text' }),
-    lesson_progress: new RowBuffer('lesson_progress', { org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', lesson_id: 'uuid', viewed: 'bool', visits: 'int', active_seconds: 'int', first_visit_at: 'time', last_visit_at: 'time', enrolled_at: 'time' }),
+    lesson_progress: new RowBuffer('lesson_progress', {
+      org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', lesson_id: 'uuid', viewed: 'bool', viewed_at: 'time', visits: 'int', active_seconds: 'int', first_visit_at: 'time', last_visit_at: 'time',
+    }),
     quiz_attempts: new RowBuffer('quiz_attempts', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', lesson_id: 'uuid', attempt_no: 'int', score: 'int', passed: 'bool', completed_at: 'time' }),
     quiz_answers: new RowBuffer('quiz_answers', {
       org_id: 'uuid', attempt_id: 'uuid', question_id: 'uuid', position: 'int', chosen_option: 'text', is_correct: 'bool', answered_at: 'time',
@@ -164,17 +169,30 @@ async function identities(db: DB, count: number, random: Random, ids: Random, al
   return people.map(({ accountId, membershipId, name, email }) => ({ accountId, membershipId, name, email }));
 }
 
+/** One lesson of a programme as the learner has left it so far. */
+interface LessonState {
+  visits: number; seconds: number; first: Date | null; last: Date | null; viewed: boolean; viewedAt: Date | null; attempts: number; best: number; rated: boolean;
+}
+
+/** A learner's way through one programme: the lessons' state, the next lesson, a quiz to retake. */
+interface Course {
+  programme: Programme;
+  lessons: LessonState[];
+  next: number;
+  pendingQuiz: number | null;
+}
+
 /** What one learner does, from enrolment to today: every row of theirs goes to the buffers. */
 class LearnerSimulation {
   private readonly studyDays = new Set<number>();
-  private readonly tutoringDays = new Set<number>();
+  private readonly tutoringDays = new Set<string>();
   private readonly logins: { start: Date; end: Date | null; ip: string; agent: string | null }[] = [];
-  private readonly enrolledAt = new Map<Programme, Date>();
   private traits: Traits = { gap: 1, skill: 0.5, dropRate: 0, labUser: false, agents: [null], ips: [] };
 
   constructor(
     private readonly world: World,
     private readonly person: Identity,
+    private readonly story: Story,
     private readonly r: Random,
   ) {}
 
@@ -182,8 +200,14 @@ class LearnerSimulation {
     const { r, world, person } = this;
     const { calendar, out, orgId } = world;
     const lastDay = calendar.days - 1;
-    const status = r.weighted([['actif', 82], ['invité', 10], ['suspendu', 8]] as const);
-    const joinDay = status === 'invité' ? r.int(Math.max(0, lastDay - 150), lastDay) : r.int(0, Math.max(0, lastDay - 14));
+    const ordinary = this.story === 'ordinary';
+    const status = ordinary ? r.weighted([['actif', 82], ['invité', 10], ['suspendu', 8]] as const) : 'actif';
+    // A few learners of the first year; the others over the last two years, as a live platform.
+    const recentFrom = calendar.dayOf(calendar.firstYear + 1, 1, 1);
+    const storyPlans = this.story === 'ordinary' ? null : plannedProgrammes(this.story, calendar, world.programmes, r);
+    const joinDay = storyPlans?.[0]?.startDay
+      ?? (status === 'invité' ? r.int(Math.max(0, lastDay - 150), lastDay)
+        : r.chance(0.12) ? r.int(0, recentFrom - 1) : r.int(recentFrom, Math.max(recentFrom, lastDay - 14)));
     const invitedFirst = status === 'invité' || r.chance(0.75);
     const inviteDay = invitedFirst ? (status === 'invité' ? joinDay : Math.max(0, joinDay - r.int(0, 6))) : null;
     const inviteMinute = r.int(8 * 60, 18 * 60);
@@ -192,28 +216,28 @@ class LearnerSimulation {
     const joinedAt = status === 'invité' ? null : calendar.at(joinDay, joinMinute);
     const since = (invitedAt ?? joinedAt)!;
     const suspendedDay = status === 'suspendu' ? Math.min(lastDay, joinDay + r.int(20, 300)) : null;
-    const active = status !== 'invité' && !(status === 'actif' && r.chance(0.04));
+    const active = status !== 'invité' && !(ordinary && status === 'actif' && r.chance(0.04));
     // Study happens on whole days before the suspension, if any.
     const activityEnd = suspendedDay ?? calendar.days;
 
-    const chosen = r.sample(world.programmes.flatMap((p) => Array.from({ length: p.template.popularity }, () => p)), 20)
-      .filter((p, i, all) => all.indexOf(p) === i).slice(0, r.weighted([[1, 40], [2, 35], [3, 25]] as const));
-    const tutored = chosen.some((p) => p.template.tutored) && r.chance(0.35);
-    const traits = this.traits = {
+    const plans: ProgrammePlan<Programme>[] = storyPlans ?? r.sample(world.programmes.flatMap((p) => Array.from({ length: p.template.popularity }, () => p)), 20)
+      .filter((p, i, all) => all.indexOf(p) === i).slice(0, r.weighted([[1, 40], [2, 35], [3, 25]] as const))
+      .map((programme, order) => ({ programme, startDay: order === 0 ? joinDay : joinDay + r.int(15, 200), until: activityEnd, pace: null }));
+    const tutored = ordinary ? plans.some((p) => p.programme.template.tutored) && r.chance(0.35) : plans.some((p) => p.programme.template.tutored);
+    this.traits = {
       gap: r.pick([1, 2, 3, 4, 6, 9]),
       skill: 0.45 + r.next() * 0.5,
-      dropRate: r.pick([0.003, 0.008, 0.015, 0.04]),
-      labUser: r.chance(0.5),
+      dropRate: ordinary ? r.pick([0.003, 0.008, 0.015, 0.04]) : 0.003,
+      labUser: !ordinary || r.chance(0.5),
       agents: r.sample(words.userAgents, r.int(1, 2)).map((agent) => (r.chance(0.02) ? null : agent)),
       ips: Array.from({ length: r.int(1, 3) }, () => this.ip()),
     };
 
-    chosen.forEach((programme, order) => {
-      const startDay = order === 0 ? joinDay : joinDay + r.int(15, 200);
+    plans.forEach((plan, order) => {
+      const { programme, startDay } = plan;
       if (order > 0 && (startDay >= activityEnd - 7 || status === 'invité')) return;
       const enrolledAt = order === 0 ? since : calendar.at(startDay, r.int(8 * 60, 19 * 60));
       out.programme_enrolments.add(world.ids.uuid(), orgId, person.membershipId, programme.id, enrolledAt);
-      this.enrolledAt.set(programme, enrolledAt);
       if (status === 'invité') return;
       const pifDay = startDay + r.int(0, 2);
       if (pifDay <= lastDay) {
@@ -221,8 +245,9 @@ class LearnerSimulation {
         out.documents.add(world.ids.uuid(), orgId, person.membershipId, programme.id, 'PIF', calendar.at(pifDay, r.int(8 * 60, 19 * 60)), Math.round(estimated * 2) / 2, null);
       }
       if (!active) return;
-      const studiedUntil = this.study(programme, startDay, activityEnd, traits);
-      if (tutored && programme.template.tutored) this.tutoring(programme, startDay, Math.min(studiedUntil + 1, activityEnd));
+      const until = Math.min(plan.until, activityEnd);
+      const studiedUntil = this.study(programme, plan.pace ?? this.ordinaryPace(startDay), until);
+      if (tutored && programme.template.tutored) this.tutoring(programme, startDay, Math.min(studiedUntil + 1, until));
     });
 
     // The learner's account and licence, in the state their story left them in.
@@ -250,23 +275,35 @@ class LearnerSimulation {
     return `${a}.${b + r.int(0, 63)}.${r.int(0, 255)}.${r.int(1, 254)}`;
   }
 
-  private login(day: number, startMinute: number, endMinute: number, traits: Traits): void {
-    const ip = this.r.chance(0.8) ? traits.ips[0]! : this.r.pick(traits.ips);
-    this.logins.push({ start: this.world.calendar.at(day, startMinute), end: this.world.calendar.at(day, endMinute), ip, agent: this.r.pick(traits.agents) });
+  /** A login from a minute of a day to another (past midnight when the minute is beyond 24 h). */
+  private login(day: number, startMinute: number, endMinute: number): void {
+    const ip = this.r.chance(0.8) ? this.traits.ips[0]! : this.r.pick(this.traits.ips);
+    this.logins.push({ start: this.world.calendar.at(day, startMinute), end: this.world.calendar.at(day, endMinute), ip, agent: this.r.pick(this.traits.agents) });
   }
 
-  /** Study sessions in one programme; returns the last day of study. */
-  private study(programme: Programme, startDay: number, activityEnd: number, traits: Traits): number {
-    const { r, world, person } = this;
-    const { calendar, out, orgId } = world;
-    const lessons = programme.lessons;
-    const state = lessons.map(() => ({ visits: 0, seconds: 0, first: null as Date | null, last: null as Date | null, viewed: false, attempts: 0, best: -1, rated: false }));
-    let next = 0;
-    let pendingQuiz: number | null = null;
-    let day = startDay + r.int(0, 2);
-    let lastStudy = startDay;
+  /** The ordinary learner's rhythm: a session every few days, one to three lessons each, and a risk of dropping out. */
+  private ordinaryPace(startDay: number): Pace {
+    const { r, traits } = this;
+    return {
+      first: startDay + r.int(0, 2),
+      visits: () => r.int(1, 3),
+      next: (day, sessions) => (r.chance(traits.dropRate * (1 + sessions / 20)) ? null : day + r.int(1, traits.gap * 2)),
+    };
+  }
+
+  /** Study sessions in one programme at the pace given, until every lesson is viewed, the pace stops or `until`; returns the last day of study. */
+  private study(programme: Programme, pace: Pace, until: number): number {
+    const { r } = this;
+    const course: Course = {
+      programme,
+      lessons: programme.lessons.map(() => ({ visits: 0, seconds: 0, first: null, last: null, viewed: false, viewedAt: null, attempts: 0, best: -1, rated: false })),
+      next: 0,
+      pendingQuiz: null,
+    };
+    let day: number | null = pace.first;
+    let lastStudy = pace.first;
     let sessions = 0;
-    while (day < activityEnd) {
+    while (day !== null && day < until) {
       if (this.studyDays.has(day)) {
         day++;
         continue;
@@ -274,123 +311,145 @@ class LearnerSimulation {
       this.studyDays.add(day);
       sessions++;
       lastStudy = day;
-      const start = r.weighted([[r.int(8 * 60, 11 * 60 + 30), 35], [r.int(12 * 60, 13 * 60 + 30), 15], [r.int(14 * 60, 17 * 60 + 30), 30], [r.int(18 * 60, 20 * 60 + 30), 20]] as const);
-      let t = start;
-      const planned = r.int(1, 3);
-      for (let visited = 0; visited < planned && t < 22 * 60; visited++) {
-        const index: number = pendingQuiz ?? (r.chance(0.15) && next > 0 ? r.int(0, next - 1) : next);
-        if (index >= lessons.length) break;
-        const lesson = lessons[index]!;
-        const lessonState = state[index]!;
-        const reading = Math.max(3, Math.round(lesson.estimatedMinutes * (0.6 + r.next() * 1.2)));
-        // Reading comes in one to three stretches of activity with idle pauses between them.
-        const stretches = reading >= 8 ? r.int(1, Math.min(5, Math.floor(reading / 4))) : 1;
-        const pieces: [number, number][] = [];
-        let clock = t;
-        for (let piece = 0, left = reading; piece < stretches; piece++) {
-          const length = piece === stretches - 1 ? left : Math.max(2, Math.round(left / (stretches - piece) * (0.6 + r.next() * 0.8)));
-          pieces.push([clock, clock + length]);
-          left -= length;
-          clock += length + (piece < stretches - 1 ? r.int(1, 4) : 0);
-        }
-        if (clock > 23 * 60 + 30) break;
-        const visitStart = calendar.at(day, t);
-        lessonState.visits++;
-        lessonState.first ??= visitStart;
-        lessonState.last = visitStart;
-        if (!lessonState.viewed && r.chance(0.93)) lessonState.viewed = true;
-        if (lesson.hasQuiz && lessonState.viewed && lessonState.best < lesson.passScore && lessonState.attempts < 4) {
-          pendingQuiz = null;
-          // Attempts at the end of the visit; a failed one is retried at once, or at the next session.
-          for (;;) {
-            const questions = lesson.questions.length;
-            if (clock + questions + 1 > dayEnd) break;
-            const attemptNo = ++lessonState.attempts;
-            const startOfQuiz = clock;
-            clock += questions + 1;
-            const attemptId = world.ids.uuid();
-            let correct = 0;
-            lesson.questions.forEach((question, q) => {
-              const right = r.chance(Math.min(0.97, traits.skill + 0.08 * (attemptNo - 1)));
-              if (right) correct++;
-              const options = lesson.options[q]!;
-              const chosen = right ? question.correct : r.pick(options.filter((o) => o !== question.correct));
-              out.quiz_answers.add(orgId, attemptId, question.id, question.position, chosen, right, calendar.at(day, startOfQuiz + q + 1),
-                person.membershipId, programme.id, attemptNo, calendar.date(day));
-            });
-            const score = questions === 0 ? 100 : Math.round((100 * correct) / questions);
-            const passed = score >= lesson.passScore;
-            out.quiz_attempts.add(attemptId, orgId, person.membershipId, programme.id, lesson.id, attemptNo, score, passed, calendar.at(day, clock));
-            lessonState.best = Math.max(lessonState.best, score);
-            if (passed || lessonState.attempts >= 4) break;
-            if (!r.chance(0.5)) {
-              pendingQuiz = index;
-              break;
-            }
-            clock += r.int(1, 4);
-          }
-        } else if (pendingQuiz === index) {
-          pendingQuiz = null;
-        }
-        if (lesson.isMilestone && lessonState.viewed && !lessonState.rated && r.chance(0.45)) {
-          lessonState.rated = true;
-          out.lesson_ratings.add(world.ids.uuid(), orgId, person.membershipId, programme.id, lesson.id, r.weighted([[5, 40], [4, 38], [3, 15], [2, 5], [1, 2]] as const),
-            r.chance(0.3) ? r.pick(words.lessonComments) : null, calendar.at(day, clock));
-        }
-        // The quiz, if any, continues the last stretch.
-        pieces[pieces.length - 1]![1] = clock;
-        for (const [from, to] of pieces) {
-          lessonState.seconds += (to - from) * 60;
-          out.activity_intervals.add(orgId, person.membershipId, 'cours', calendar.at(day, from), calendar.at(day, to), programme.id, lesson.id, null);
-        }
-        while (next < lessons.length && state[next]!.viewed) next++;
-        t = clock + r.int(0, 4);
-      }
-      let end = t;
-      // The AI lab, opened during the course: its interval overlaps the course ones.
-      if (traits.labUser && r.chance(0.4) && t > start) {
-        const labStart = r.int(start, Math.max(start, t - 3));
-        const labEnd = Math.min(dayEnd - 2, labStart + r.int(5, 45));
-        out.activity_intervals.add(orgId, person.membershipId, 'labia', calendar.at(day, labStart), calendar.at(day, labEnd), programme.id, null, null);
-        end = Math.max(end, labEnd);
-      }
-      this.login(day, Math.max(0, start - r.int(0, 3)), Math.min(dayEnd, end + r.int(0, 5)), traits);
-      // A short visit without study now and then (checking a date, a document).
-      if (r.chance(0.3) && day + 1 < activityEnd && !this.studyDays.has(day + 1)) {
-        this.studyDays.add(day + 1);
-        const quick = r.int(8 * 60, 21 * 60);
-        this.login(day + 1, quick, quick + r.int(1, 8), traits);
-      }
-
-      if (state.every((s) => s.viewed)) {
-        this.complete(programme, day, Math.min(dayEnd, end + r.int(1, 20)), state);
+      const end = this.studySession(course, day, pace.visits(), until);
+      if (course.lessons.every((s) => s.viewed)) {
+        this.complete(course, day, end > dayEnd ? end + r.int(1, 10) : Math.min(dayEnd, end + r.int(1, 20)));
         return day;
       }
-      if (r.chance(traits.dropRate * (1 + sessions / 20))) break;
-      day += r.int(1, traits.gap * 2);
+      day = pace.next(day, sessions);
     }
-    this.lessonProgress(programme, state);
+    this.lessonProgress(course);
     // Some who stop answer the survey anyway.
-    if (sessions >= 3 && r.chance(0.15)) this.survey(programme, lastStudy + r.int(1, 20), activityEnd);
+    if (sessions >= 3 && r.chance(0.15)) this.survey(programme, lastStudy + r.int(1, 20), until);
     return lastStudy;
   }
 
-  private lessonProgress(programme: Programme, state: { visits: number; seconds: number; first: Date | null; last: Date | null; viewed: boolean }[]): void {
+  /**
+   * One sitting of `visits` lesson visits, with the quizzes at the end of their lesson, the AI lab
+   * now and then, and the login around it all; returns the minute it ends. On New Year's Eve the
+   * sitting often starts late in the evening and runs past midnight (minutes beyond 24 h).
+   */
+  private studySession(course: Course, day: number, visits: number, until: number): number {
+    const { r, world, person, traits } = this;
+    const { calendar, out, orgId } = world;
+    const { programme } = course;
+    const lessons = programme.lessons;
+    const pastMidnight = calendar.isNewYearsEve(day) && day + 1 < calendar.days && r.chance(this.story === 'ordinary' ? 0.5 : 1);
+    const start = pastMidnight ? 23 * 60 + r.int(20, 40)
+      : r.weighted([[r.int(8 * 60, 11 * 60 + 30), 35], [r.int(12 * 60, 13 * 60 + 30), 15], [r.int(14 * 60, 17 * 60 + 30), 30], [r.int(18 * 60, 20 * 60 + 30), 20]] as const);
+    // The last minute a reading may end and a quiz may finish.
+    const [readingLimit, quizLimit] = pastMidnight ? [24 * 60 + 75, 24 * 60 + 90] : [23 * 60 + 30, dayEnd];
+    let t = start;
+    for (let visited = 0; visited < visits && t < readingLimit - 90; visited++) {
+      const index: number = course.pendingQuiz ?? (r.chance(0.15) && course.next > 0 ? r.int(0, course.next - 1) : course.next);
+      if (index >= lessons.length) break;
+      const lesson = lessons[index]!;
+      const state = course.lessons[index]!;
+      // Past midnight, the first reading is long enough to cross it.
+      const reading = Math.max(pastMidnight && visited === 0 ? 24 * 60 - t + r.int(8, 25) : 3, Math.round(lesson.estimatedMinutes * (0.6 + r.next() * 1.2)));
+      // Reading comes in one to five stretches of activity with idle pauses between them.
+      const stretches = reading >= 8 ? r.int(1, Math.min(5, Math.floor(reading / 4))) : 1;
+      const pieces: [number, number][] = [];
+      let clock = t;
+      for (let piece = 0, left = reading; piece < stretches; piece++) {
+        const length = piece === stretches - 1 ? left : Math.max(2, Math.round(left / (stretches - piece) * (0.6 + r.next() * 0.8)));
+        pieces.push([clock, clock + length]);
+        left -= length;
+        clock += length + (piece < stretches - 1 ? r.int(1, 4) : 0);
+      }
+      if (clock > readingLimit) break;
+      const visitStart = calendar.at(day, t);
+      state.visits++;
+      state.first ??= visitStart;
+      state.last = visitStart;
+      if (!state.viewed && r.chance(0.93)) {
+        state.viewed = true;
+        state.viewedAt = visitStart;
+      }
+      if (lesson.hasQuiz && state.viewed && state.best < lesson.passScore && state.attempts < 4) {
+        course.pendingQuiz = null;
+        // Attempts at the end of the visit; a failed one is retried at once, or at the next session.
+        for (;;) {
+          const questions = lesson.questions.length;
+          if (clock + questions + 1 > quizLimit) break;
+          const attemptNo = ++state.attempts;
+          const startOfQuiz = clock;
+          clock += questions + 1;
+          const attemptId = world.ids.uuid();
+          let correct = 0;
+          lesson.questions.forEach((question, q) => {
+            const right = r.chance(Math.min(0.97, traits.skill + 0.08 * (attemptNo - 1)));
+            if (right) correct++;
+            const options = lesson.options[q]!;
+            const chosen = right ? question.correct : r.pick(options.filter((o) => o !== question.correct));
+            out.quiz_answers.add(orgId, attemptId, question.id, question.position, chosen, right, calendar.at(day, startOfQuiz + q + 1),
+              person.membershipId, programme.id, attemptNo, calendar.dateAt(day, clock));
+          });
+          const score = questions === 0 ? 100 : Math.round((100 * correct) / questions);
+          const passed = score >= lesson.passScore;
+          out.quiz_attempts.add(attemptId, orgId, person.membershipId, programme.id, lesson.id, attemptNo, score, passed, calendar.at(day, clock));
+          state.best = Math.max(state.best, score);
+          if (passed || state.attempts >= 4) break;
+          if (!r.chance(0.5)) {
+            course.pendingQuiz = index;
+            break;
+          }
+          clock += r.int(1, 4);
+        }
+      } else if (course.pendingQuiz === index) {
+        course.pendingQuiz = null;
+      }
+      if (lesson.isMilestone && state.viewed && !state.rated && r.chance(0.45)) {
+        state.rated = true;
+        out.lesson_ratings.add(world.ids.uuid(), orgId, person.membershipId, programme.id, lesson.id, r.weighted([[5, 40], [4, 38], [3, 15], [2, 5], [1, 2]] as const),
+          r.chance(0.3) ? r.pick(words.lessonComments) : null, calendar.at(day, clock));
+      }
+      // The quiz, if any, continues the last stretch; the first stretch opens the visit.
+      pieces[pieces.length - 1]![1] = clock;
+      pieces.forEach(([from, to], piece) => {
+        state.seconds += (to - from) * 60;
+        out.activity_intervals.add(orgId, person.membershipId, 'cours', calendar.at(day, from), calendar.at(day, to), programme.id, lesson.id, null, piece === 0);
+      });
+      while (course.next < lessons.length && course.lessons[course.next]!.viewed) course.next++;
+      t = clock + r.int(0, 4);
+    }
+    let end = t;
+    // The AI lab, opened during the course: its interval overlaps the course ones (and on New
+    // Year's Eve stays open past midnight).
+    if (traits.labUser && (pastMidnight || r.chance(0.4)) && t > start) {
+      const labStart = r.int(start, Math.max(start, t - 3));
+      const labEnd = pastMidnight ? Math.max(labStart + 5, Math.min(quizLimit - 2, 24 * 60 + r.int(5, 30))) : Math.min(dayEnd - 2, labStart + r.int(5, 45));
+      out.activity_intervals.add(orgId, person.membershipId, 'labia', calendar.at(day, labStart), calendar.at(day, labEnd), programme.id, null, null, false);
+      end = Math.max(end, labEnd);
+    }
+    end = Math.min(quizLimit, end + r.int(0, 5));
+    this.login(day, Math.max(0, start - r.int(0, 3)), end);
+    // A short visit without study now and then (checking a date, a document).
+    if (r.chance(0.3) && day + 1 < until && !this.studyDays.has(day + 1)) {
+      this.studyDays.add(day + 1);
+      const quick = r.int(8 * 60, 21 * 60);
+      this.login(day + 1, quick, quick + r.int(1, 8));
+    }
+    return end;
+  }
+
+  private lessonProgress(course: Course): void {
     const { world, person } = this;
-    state.forEach((s, index) => {
+    course.lessons.forEach((s, index) => {
       if (s.visits === 0) return;
-      world.out.lesson_progress.add(world.orgId, person.membershipId, programme.id, programme.lessons[index]!.id, s.viewed, s.visits, s.seconds, s.first, s.last,
-        this.enrolledAt.get(programme));
+      world.out.lesson_progress.add(world.orgId, person.membershipId, course.programme.id, course.programme.lessons[index]!.id,
+        s.viewed, s.viewedAt, s.visits, s.seconds, s.first, s.last);
     });
   }
 
-  /** Every lesson viewed: the certificate, then perhaps the satisfaction survey. */
-  private complete(programme: Programme, day: number, minute: number, state: { visits: number; seconds: number; first: Date | null; last: Date | null; viewed: boolean; best: number }[]): void {
+  /** Every lesson viewed: the certificate (at a minute of `day`, past midnight beyond 24 h), then perhaps the satisfaction survey. */
+  private complete(course: Course, day: number, minute: number): void {
     const { r, world, person } = this;
-    this.lessonProgress(programme, state);
-    const quizzes = programme.lessons.filter((lesson) => lesson.hasQuiz).map((lesson) => Math.max(0, state[lesson.index]!.best));
+    const { programme } = course;
+    this.lessonProgress(course);
+    const quizzes = programme.lessons.filter((lesson) => lesson.hasQuiz).map((lesson) => Math.max(0, course.lessons[lesson.index]!.best));
     const score = quizzes.length === 0 ? 100 : Math.round(quizzes.reduce((a, b) => a + b, 0) / quizzes.length);
-    const hours = Math.round(state.reduce((sum, s) => sum + s.seconds, 0) / 360) / 10;
+    const hours = Math.round(course.lessons.reduce((sum, s) => sum + s.seconds, 0) / 360) / 10;
     world.out.documents.add(world.ids.uuid(), world.orgId, person.membershipId, programme.id, 'Attestation', world.calendar.at(day, minute), hours, score);
     if (r.chance(0.7)) this.survey(programme, day + r.int(0, 10), world.calendar.days);
   }
@@ -404,34 +463,47 @@ class LearnerSimulation {
       r.chance(0.55) ? r.pick(words.surveyVerbatims) : null, world.calendar.at(day, r.int(8 * 60, 21 * 60)));
   }
 
-  /** Fortnightly tutoring workshops of the programme while the learner follows it. */
+  /**
+   * Fortnightly tutoring workshops of the programme while the learner follows it, and the evening
+   * workshop of New Year's Eve, which ends past midnight (its attendance and connected time belong
+   * to the year it started in).
+   */
   private tutoring(programme: Programme, fromDay: number, untilDay: number): void {
-    const { r, world, person } = this;
-    const { calendar, out, orgId } = world;
+    const { calendar } = this.world;
     // Even programmes meet on Tuesdays at 14:00 for 90 minutes, odd ones on Thursdays at 18:00 for 60.
     const weekday = programme.index % 2 === 0 ? 1 : 3;
     const [minute, planned] = programme.index % 2 === 0 ? [14 * 60, 90] : [18 * 60, 60];
     let day = fromDay + 1;
     while (day < untilDay && calendar.weekday(day) !== weekday) day++;
-    for (; day < untilDay; day += 14) {
-      if (this.tutoringDays.has(day)) continue;
-      this.tutoringDays.add(day);
-      const sessionId = world.session(programme, day, minute, planned);
-      const present = r.chance(0.85);
-      const late = present ? r.int(0, 10) : 0;
-      const connected = present ? Math.max(15, planned - late - r.int(0, 10)) : 0;
-      const attendanceId = world.ids.uuid();
-      out.tutoring_attendance.add(attendanceId, orgId, sessionId, person.membershipId, present, connected, present && r.chance(0.92), present && r.chance(0.97));
-      if (!present) continue;
-      // The tutoring interval is exactly the connected time, so temps_tutorat_min fits in temps_actif_min.
-      out.activity_intervals.add(orgId, person.membershipId, 'tutorat', calendar.at(day, minute + late), calendar.at(day, minute + late + connected), programme.id, null, attendanceId);
-      if (!this.studyDays.has(day)) this.login(day, minute + late - r.int(0, 3), minute + late + connected + r.int(0, 3), this.traits);
-      if (r.chance(0.5)) {
-        const legacy = day < world.legacyUntilDay;
-        out.tutoring_ratings.add(world.ids.uuid(), orgId, person.membershipId, sessionId, legacy ? null : r.weighted([[5, 45], [4, 35], [3, 14], [2, 4], [1, 2]] as const),
-          r.weighted([[5, 50], [4, 33], [3, 12], [2, 3], [1, 2]] as const), r.chance(0.35) ? r.pick(words.tutoringComments) : null,
-          calendar.at(day, Math.min(dayEnd, minute + planned + r.int(5, 240))));
+    for (; day < untilDay; day += 14) this.attend(programme, day, minute, planned, null);
+    for (let eve = fromDay + 1; eve < untilDay; eve++) {
+      if (calendar.isNewYearsEve(eve) && eve + 1 < calendar.days && this.r.chance(this.story === 'ordinary' ? 0.5 : 1)) {
+        this.attend(programme, eve, 23 * 60, 90, 'Veillée de fin d’année');
       }
+    }
+  }
+
+  /** Attendance of one workshop: present or not, connected time, signatures, perhaps a rating. */
+  private attend(programme: Programme, day: number, minute: number, planned: number, topic: string | null): void {
+    const { r, world, person } = this;
+    const { calendar, out, orgId } = world;
+    if (this.tutoringDays.has(`${day}:${minute}`)) return;
+    this.tutoringDays.add(`${day}:${minute}`);
+    const sessionId = world.session(programme, day, minute, planned, topic);
+    const present = r.chance(0.85);
+    const late = present ? r.int(0, 10) : 0;
+    const connected = present ? Math.max(15, planned - late - r.int(0, 10)) : 0;
+    const attendanceId = world.ids.uuid();
+    out.tutoring_attendance.add(attendanceId, orgId, sessionId, person.membershipId, present, connected, present && r.chance(0.92), present && r.chance(0.97));
+    if (!present) return;
+    // The tutoring interval is exactly the connected time, so temps_tutorat_min fits in temps_actif_min.
+    out.activity_intervals.add(orgId, person.membershipId, 'tutorat', calendar.at(day, minute + late), calendar.at(day, minute + late + connected), programme.id, null, attendanceId, false);
+    if (!this.studyDays.has(day)) this.login(day, minute + late - r.int(0, 3), minute + late + connected + r.int(0, 3));
+    if (r.chance(0.5)) {
+      const legacy = day < world.legacyUntilDay;
+      out.tutoring_ratings.add(world.ids.uuid(), orgId, person.membershipId, sessionId, legacy ? null : r.weighted([[5, 45], [4, 35], [3, 14], [2, 4], [1, 2]] as const),
+        r.weighted([[5, 50], [4, 33], [3, 12], [2, 3], [1, 2]] as const), r.chance(0.35) ? r.pick(words.tutoringComments) : null,
+        calendar.at(day, Math.max(minute + planned + 5, Math.min(dayEnd, minute + planned + r.int(5, 240)))));
     }
   }
 }
@@ -450,21 +522,21 @@ class World {
     readonly out: Buffers,
     readonly ids: Random,
   ) {
-    this.legacyUntilDay = 120;
+    this.legacyUntilDay = calendar.dayOf(calendar.firstYear + 1, 1, 1) + 120;
   }
 
-  /** A workshop group of the programme at that time with a free seat (groups of twelve). */
-  session(programme: Programme, day: number, minute: number, planned: number): string {
-    const key = `${programme.index}:${day}`;
+  /** A workshop group of the programme at that time with a free seat (groups of twelve); `topic` by default follows the fortnight. */
+  session(programme: Programme, day: number, minute: number, planned: number, topic: string | null): string {
+    const key = `${programme.index}:${day}:${minute}`;
     const groups = this.sessions.get(key) ?? [];
     this.sessions.set(key, groups);
     let group = groups.find((g) => g.attendees < 12);
     if (!group) {
       group = { id: this.ids.uuid(), attendees: 0 };
       groups.push(group);
-      const topic = programme.moduleTopics[Math.floor(day / 14) % programme.moduleTopics.length]!;
+      const title = topic ?? programme.moduleTopics[Math.floor(day / 14) % programme.moduleTopics.length]!;
       const number = groups.length;
-      this.out.tutoring_sessions.add(group.id, this.orgId, programme.id, `Atelier tutoré — ${topic}${number > 1 ? ` (groupe ${number})` : ''}`,
+      this.out.tutoring_sessions.add(group.id, this.orgId, programme.id, `Atelier tutoré — ${title}${number > 1 ? ` (groupe ${number})` : ''}`,
         this.calendar.at(day, minute), planned, trainerNames[(programme.index * 3 + number) % trainerNames.length]);
     }
     group.attendees++;
@@ -484,7 +556,11 @@ async function skipTriggersIfAllowed(trx: DB): Promise<boolean> {
   return true;
 }
 
-/** What the lesson_progress triggers maintain, for a whole organisation at once. */
+/**
+ * What the triggers maintain, for a whole organisation at once: the enrolment summaries, the year
+ * slices of lessons and enrolments (in that order: enrolment years read lesson years) and the counts
+ * `progress` pages on.
+ */
 async function refreshTriggerMaintainedRows(trx: DB, orgId: string): Promise<void> {
   await sql`update programme_enrolments pe
     set lessons_viewed = s.viewed, first_visit_at = s.first_visit, last_visit_at = s.last_visit
@@ -493,6 +569,8 @@ async function refreshTriggerMaintainedRows(trx: DB, orgId: string): Promise<voi
       from lesson_progress where org_id = ${orgId} group by membership_id, programme_id
     ) s
     where pe.membership_id = s.membership_id and pe.programme_id = s.programme_id`.execute(trx);
+  await sql`select lesson_progress_years_recount(${orgId})`.execute(trx);
+  await sql`select enrolment_years_recount(${orgId})`.execute(trx);
   await sql`select lesson_progress_counts_recount(${orgId})`.execute(trx);
   await sql`set local session_replication_role = origin`.execute(trx);
 }
@@ -503,7 +581,8 @@ const flushOrder: (keyof Buffers)[] = [
 ];
 
 /**
- * Seeds an organisation with `learners` learners and two calendar years of learning data: the
+ * Seeds an organisation with `learners` learners and three calendar years of learning data (most
+ * of it in the last two, and the year-boundary stories told on purpose, see stories.ts): the
  * catalogue, accounts, memberships and licences in every state, and what each learner did. One
  * transaction; rows are written in bulk. Historical data: no webhook event is recorded.
  */
@@ -514,8 +593,8 @@ export async function seedOrganisation(db: DB, options: SeedOptions): Promise<Se
   const organisation = await findOrganisation(db, options.orgId);
   if (!organisation) throw new Error(`Aucune organisation ${options.orgId}.`);
   const until = new Date(Math.min(now.getTime(), Date.UTC(year + 1, 0, 1) - 3600_000));
-  const calendar = new ParisCalendar(year - 1, until);
-  if (calendar.days < 30) throw new Error(`L’année ${year} commence dans le futur : rien à générer.`);
+  const calendar = new ParisCalendar(year - 2, until);
+  if (calendar.dayOf(year, 1, 1) >= calendar.days) throw new Error(`L’année ${year} commence dans le futur : rien à générer.`);
 
   const existing = await db.selectFrom('programmes').select('slug').where('org_id', '=', organisation.id)
     .where('slug', 'in', programmeTemplates.map((p) => p.slug)).execute();
@@ -530,11 +609,12 @@ export async function seedOrganisation(db: DB, options: SeedOptions): Promise<Se
     const out = buffers();
     const world = new World(organisation.id, calendar, programmes, out, ids);
     const learnerSeeds = root.fork();
+    const stories = root.fork();
     let written = 0;
     // The database writes one batch while the next one is generated.
     let writing: Promise<void> = Promise.resolve();
     for (let i = 0; i < people.length; i++) {
-      new LearnerSimulation(world, people[i]!, learnerSeeds.fork()).run();
+      new LearnerSimulation(world, people[i]!, storyOf(i, stories), learnerSeeds.fork()).run();
       if ((i + 1) % learnersPerBatch === 0 || i === people.length - 1) {
         const batches = flushOrder.map((name) => out[name].take());
         const done = i + 1;
@@ -559,7 +639,7 @@ export async function seedOrganisation(db: DB, options: SeedOptions): Promise<Se
       learners: people.length,
       seed,
       programmes: programmes.map((p) => p.slug),
-      from: `${year - 1}-01-01`,
+      from: `${year - 2}-01-01`,
       to: formatParisDate(calendar.at(calendar.days - 1, 12 * 60)),
       rows,
     };

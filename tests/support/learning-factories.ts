@@ -5,9 +5,11 @@ import type { DB } from '../../src/database';
 import { bearer } from './app';
 import { createOrgWithKeys } from './factories';
 
-/** "Now" of every seeded test organisation: data runs from 1 January 2025 to 21 November 2026. */
+/** "Now" of every seeded test organisation: data runs from 1 January 2024 to 21 November 2026. */
 export const seededNow = new Date('2026-11-22T09:00:00Z');
 export const seededYear = 2026;
+/** The calendar years a seeded test organisation has data in. */
+export const seededYears = [seededYear - 2, seededYear - 1, seededYear] as const;
 
 /** An organisation with keys, seeded by the generator (deterministic for a seed). */
 export async function seededOrganisation(db: DB, options: { name: string; learners: number; seed: number }) {
