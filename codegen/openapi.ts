@@ -13,8 +13,11 @@ export interface paths {
         };
         /**
          * Indicateurs agrégés par apprenant
-         * @description Une ligne par apprenant de l'organisation, avec ses indicateurs agrégés sur l'année civile `year`
-         *     (dates de Paris ; année en cours par défaut).
+         * @description Une ligne par apprenant membre de l'organisation à la fin de l'année civile `year` (invité ou
+         *     inscrit au plus tard le 31 décembre, dates de Paris ; année en cours par défaut), avec ses
+         *     indicateurs agrégés sur cette année. `invite_le` et `inscrit_le` sont ceux qui ont eu lieu au plus
+         *     tard le 31 décembre de l'année (sinon `null`) : une année passée garde les apprenants et les
+         *     chiffres qu'elle avait.
          *
          *     - **Date naturelle** : aucune (agrégat sur l'année `year`).
          *     - **Filtres** : `year` choisit l'année agrégée ; `updated_since` et `programme` sont ignorés.
@@ -26,6 +29,8 @@ export interface paths {
          *     - `connexions` = nombre de lignes de `logins` ;
          *     - `programmes_suivis` = nombre de lignes de `enrollments` ; `programmes_completes` = celles dont
          *       `complete` vaut `Oui` ;
+         *     - `temps_cours_min` = somme des `progress.temps_min` (le temps de cours est le temps sur les
+         *       leçons) ;
          *     - `evaluations_total` = nombre de lignes de `evaluations` ; `evaluations_reussies` = celles dont
          *       `reussi` vaut `Oui` ; `score_moyen` = moyenne arrondie des `score` des tentatives réussies
          *       (`null` s'il n'y en a aucune) ;
@@ -36,8 +41,12 @@ export interface paths {
          *     - `satisfaction_note` / `nps` = `note` / `nps` de la dernière ligne de `satisfaction` (`null`
          *       sans enquête) ;
          *     - `temps_tutorat_min` = somme des `attendance.temps_connecte_min` ; `temps_actif_min` est la
-         *       longueur de l'union de tous les intervalles d'activité (cours, lab IA, tutorat) : un temps qui
-         *       se chevauche ne compte qu'une fois, donc max(parts) <= `temps_actif_min` <= somme des parts.
+         *       longueur de l'union des morceaux d'activité de l'année (intervalles de cours et de lab IA
+         *       coupés aux bornes de l'année, séances de tutorat commencées dans l'année en entier) : un temps
+         *       qui se chevauche ne compte qu'une fois, donc max(parts) <= `temps_actif_min` <= somme des parts.
+         *
+         *     Ces égalités valent pour chaque apprenant et chaque année, y compris pour une activité qui
+         *     franchit minuit le 31 décembre et pour une inscription qui s'étend sur plusieurs années.
          *
          *     **Plafond d'agrégation** : sans `email` ni `user_id`, la requête porte sur au plus
          *     `AGGREGATION_CAP` lignes dans l'ordre ci-dessus (réglage du serveur, 100 000 par défaut) ;
@@ -355,12 +364,24 @@ export interface paths {
         };
         /**
          * Inscriptions aux programmes et avancement
-         * @description Une ligne par apprenant et par programme suivi. `complete_le` est la date d'émission de l'attestation de fin ; les dates d'événements qui n'ont pas encore eu lieu valent `null`.
+         * @description Une ligne par inscription d'un apprenant à un programme **active dans l'année `year`** : inscrite
+         *     au plus tard le 31 décembre de l'année, et inscrite pendant l'année ou avec une activité sur ce
+         *     programme pendant l'année (du temps sur une leçon, une tentative de quiz, une séance de tutorat,
+         *     un document émis). Une inscription qui s'étend sur plusieurs années a une ligne dans chacune.
          *
-         *     - **Date naturelle** : `derniere_activite_le`, à défaut la date d'inscription au programme.
-         *     - **Filtres** : `year` garde les lignes dont la date naturelle tombe dans l'année civile
-         *       (dates de Paris) ; `updated_since` garde celles dont la date naturelle est >= la valeur ;
-         *       `programme` garde les lignes de ce programme.
+         *     Les valeurs sont **celles du 31 décembre de l'année** (à ce jour pour l'année en cours) :
+         *     `pourcentage` et `lecons_vues` comptent les leçons vues à cette date ; `complete` / `complete_le`
+         *     ne tiennent compte que d'une attestation émise au plus tard ce jour-là (une attestation émise en
+         *     janvier compte l'année suivante) ; `derniere_activite_le` et `derniere_connexion_le` sont les
+         *     dernières au plus tard ce jour-là ; `premiere_connexion_le` est le tout premier lancement, `null`
+         *     s'il a eu lieu après l'année. Les lignes d'une année passée ne changent plus. Les dates
+         *     d'événements qui n'ont pas encore eu lieu valent `null`.
+         *
+         *     - **Date naturelle** : `derniere_activite_le` (au plus tard le 31 décembre de l'année), à défaut
+         *       la date d'inscription au programme ; elle tombe toujours dans l'année de la ligne.
+         *     - **Filtres** : `year` choisit l'année (dates de Paris) ; `updated_since` garde les lignes dont la
+         *       date naturelle est >= la valeur (une inscription qui avance change de date naturelle et revient
+         *       donc dans une synchronisation incrémentale) ; `programme` garde les lignes de ce programme.
          *     - **Ordre des lignes** : date naturelle croissante, puis une clé unique stable (l'inscription au programme).
          *
          *     **Plafond d'agrégation** : sans `email` ni `user_id`, la requête porte sur au plus
@@ -388,12 +409,21 @@ export interface paths {
         };
         /**
          * Progression par leçon
-         * @description Une ligne par apprenant, programme et leçon (leçons non vues comprises, avec `vue` = `Non`).
+         * @description Une ligne par apprenant, programme et leçon **qui a reçu une visite ou du temps dans l'année
+         *     `year`** (dates de Paris). Une leçon sans activité dans l'année n'a pas de ligne cette année-là.
          *
-         *     - **Date naturelle** : `derniere_visite_le`, à défaut la date d'inscription au programme (sert aux filtres `year` et `updated_since`).
-         *     - **Filtres** : `year` garde les lignes dont la date naturelle tombe dans l'année civile
-         *       (dates de Paris) ; `updated_since` garde celles dont la date naturelle est >= la valeur ;
-         *       `programme` garde les lignes de ce programme.
+         *     - `visites` compte les visites ouvertes pendant l'année ; `temps_min` est le temps actif passé
+         *       sur la leçon pendant l'année. Une visite qui franchit minuit le 31 décembre compte une fois,
+         *       l'année où elle a été ouverte, et son temps est coupé à minuit : l'année suivante a alors une
+         *       ligne avec `visites` = 0, le temps d'après minuit et `derniere_visite_le` au 1er janvier.
+         *     - `vue` et `pourcentage_programme` sont l'état au 31 décembre de l'année (à ce jour pour l'année
+         *       en cours) : une leçon vue en 2025 est `Oui` dans toute ligne de 2025 et des années suivantes.
+         *     - La somme des `temps_min` d'un apprenant pour une année est son `learners.temps_cours_min`.
+         *
+         *     - **Date naturelle** : `derniere_visite_le`, toujours dans l'année de la ligne (sert au filtre
+         *       `updated_since`).
+         *     - **Filtres** : `year` choisit l'année ; `updated_since` garde les lignes dont la date naturelle
+         *       est >= la valeur ; `programme` garde les lignes de ce programme.
          *     - **Ordre des lignes** : `programme_slug`, puis ordre du module dans le programme, puis ordre de la leçon dans le module, puis `email`.
          *
          *     **Plafond d'agrégation** : sans `email` ni `user_id`, la requête porte sur au plus
@@ -528,8 +558,11 @@ export interface paths {
          *     - `email` ou `user_id` est **obligatoire** (l'un des deux) : sans aucun des deux, 400. S'ils
          *       sont fournis tous les deux, ils doivent désigner le même apprenant.
          *     - Apprenant inconnu dans l'organisation (même s'il existe dans une autre organisation) : 404.
-         *     - `year` : année du rapport (2000 à 2100), par défaut l'année en cours à Paris.
-         *     - `programme` : limite le rapport à ce programme ; slug inconnu : 400. Les connexions (`logins`)
+         *     - `year` : année du rapport (2000 à 2100), par défaut l'année en cours à Paris. Le rapport de
+         *       l'année Y est fait des lignes de l'année Y : il liste chaque programme suivi en Y avec son état
+         *       au 31 décembre de Y, et les temps de Y (coupés à minuit le 31 décembre).
+         *     - `programme` : limite le rapport à ce programme (qui y figure dès qu'il a été suivi dans
+         *       l'année) ; slug inconnu : 400. Les connexions (`logins`)
          *       et la synthèse (ligne `learners` de l'année) ne se rattachent à aucun programme : elles restent
          *       celles de toute l'année, et le rapport le signale.
          *     - Pas de plafond d'agrégation (un seul apprenant).
@@ -1175,30 +1208,31 @@ export interface components {
             email: string;
             /**
              * Format: date
-             * @description Date d'invitation ; `null` si l'apprenant n'a pas été invité (compte existant rattaché directement).
+             * @description Date d'invitation ; `null` si l'apprenant n'a pas été invité (compte existant rattaché directement) ou si elle est postérieure au 31 décembre de l'année.
              */
             invite_le: string | null;
             /**
              * Format: date
-             * @description Date d'inscription ; `null` tant que l'invitation n'a pas été acceptée.
+             * @description Date d'inscription ; `null` tant que l'invitation n'a pas été acceptée au 31 décembre de l'année.
              */
             inscrit_le: string | null;
             /** @description Nombre de connexions sur l'année (= lignes de `logins`). */
             connexions: number;
             /**
-             * @description Temps actif total en minutes, dédoublonné : longueur de l'union des intervalles d'activité
-             *     (cours, lab IA, tutorat) ; max(parts) <= `temps_actif_min` <= somme des parts.
+             * @description Temps actif total de l'année en minutes, dédoublonné : longueur de l'union des intervalles
+             *     d'activité (cours et lab IA coupés aux bornes de l'année, séances de tutorat commencées dans
+             *     l'année en entier) ; max(parts) <= `temps_actif_min` <= somme des parts.
              */
             temps_actif_min: number;
-            /** @description Part passée dans les cours, en minutes. */
+            /** @description Part passée sur les leçons pendant l'année, en minutes (= somme des `progress.temps_min`). */
             temps_cours_min: number;
-            /** @description Part passée dans le lab IA, en minutes. */
+            /** @description Part passée dans le lab IA pendant l'année, en minutes (coupée à minuit le 31 décembre). */
             temps_labia_min: number;
             /** @description Part passée en tutorat en direct, en minutes (= somme de `attendance.temps_connecte_min`). */
             temps_tutorat_min: number;
-            /** @description Programmes suivis (= lignes de `enrollments`). */
+            /** @description Programmes suivis dans l'année (= lignes de `enrollments`). */
             programmes_suivis: number;
-            /** @description Programmes complétés à 100 % (= lignes de `enrollments` avec `complete` = `Oui`). */
+            /** @description Programmes complétés au 31 décembre de l'année (= lignes de `enrollments` avec `complete` = `Oui`). */
             programmes_completes: number;
             /** @description Évaluations réussies (= lignes de `evaluations` avec `reussi` = `Oui`). */
             evaluations_reussies: number;
@@ -1504,7 +1538,7 @@ export interface components {
             repondu_le: string;
         };
         /**
-         * @description Une ligne par apprenant et par programme suivi.
+         * @description Une inscription active dans l'année, dans son état au 31 décembre de l'année.
          * @example {
          *       "apprenant": "Claire Martin",
          *       "email": "claire.martin@exemple.fr",
@@ -1532,35 +1566,36 @@ export interface components {
             programme: string;
             /** @description Identifiant stable du programme (clé de jointure). */
             programme_slug: string;
-            /** @description Progression dans le programme (%). */
+            /** @description Progression dans le programme (%) au 31 décembre de l'année (à ce jour pour l'année en cours) ; leçons vues sur leçons, arrondi à l'entier inférieur. */
             pourcentage: number;
-            /** @description Leçons vues. */
+            /** @description Leçons vues au 31 décembre de l'année (toutes années confondues jusque-là). */
             lecons_vues: number;
             /** @description Nombre total de leçons du programme. */
             lecons_total: number;
             /**
-             * @description Programme complété.
+             * @description Programme complété (attestation de fin émise) au 31 décembre de l'année.
              * @enum {string}
              */
             complete: "Oui" | "Non";
             /**
              * Format: date
-             * @description Date de complétion (égale à la date d'émission de l'attestation) ; `null` si non complété.
+             * @description Date de complétion (égale à la date d'émission de l'attestation) ; `null` si elle n'a pas eu lieu au 31 décembre de l'année.
              */
             complete_le: string | null;
             /**
              * Format: date
-             * @description Date de la dernière activité sur le programme ; `null` sans activité. Date naturelle de la
-             *     ressource (à défaut, la date d'inscription au programme).
+             * @description Date de la dernière activité sur le programme au plus tard le 31 décembre de l'année (temps
+             *     sur une leçon, tentative de quiz, séance de tutorat, document émis) ; `null` sans activité.
+             *     Date naturelle de la ressource (à défaut, la date d'inscription au programme).
              */
             derniere_activite_le: string | null;
-            /** @description Premier lancement du cours, `AAAA-MM-JJ HH:MM`, heure de Paris ; `null` s'il n'a jamais été lancé. */
+            /** @description Premier lancement du cours (toutes années confondues), `AAAA-MM-JJ HH:MM`, heure de Paris ; `null` s'il n'a pas eu lieu au 31 décembre de l'année. */
             premiere_connexion_le: string | null;
-            /** @description Dernière connexion au cours, `AAAA-MM-JJ HH:MM`, heure de Paris ; `null` s'il n'a jamais été lancé. */
+            /** @description Dernier lancement du cours au plus tard le 31 décembre de l'année, `AAAA-MM-JJ HH:MM`, heure de Paris ; `null` s'il n'a jamais été lancé. */
             derniere_connexion_le: string | null;
         };
         /**
-         * @description Une ligne par apprenant, programme et leçon.
+         * @description Une leçon d'un apprenant qui a reçu une visite ou du temps dans l'année.
          * @example {
          *       "apprenant": "Claire Martin",
          *       "email": "claire.martin@exemple.fr",
@@ -1587,27 +1622,28 @@ export interface components {
             programme: string;
             /** @description Identifiant stable du programme (clé de jointure). */
             programme_slug: string;
-            /** @description Progression globale dans le programme (%). */
+            /** @description Progression globale dans le programme (%) au 31 décembre de l'année (à ce jour pour l'année en cours). */
             pourcentage_programme: number;
             /** @description Titre du module. */
             module: string;
             /** @description Titre de la leçon. */
             lecon: string;
             /**
-             * @description Leçon vue.
+             * @description Leçon vue au 31 décembre de l'année (à ce jour pour l'année en cours).
              * @enum {string}
              */
             vue: "Oui" | "Non";
-            /** @description Nombre de visites de la leçon. */
+            /** @description Visites de la leçon ouvertes pendant l'année (0 quand la ligne ne porte que la fin d'une visite ouverte l'année précédente). */
             visites: number;
-            /** @description Temps actif sur la leçon, en minutes. */
+            /** @description Temps actif sur la leçon pendant l'année, en minutes entières (le temps d'une visite qui franchit minuit le 31 décembre est coupé à minuit). */
             temps_min: number;
             /**
              * Format: date
-             * @description Date de la dernière visite ; `null` si la leçon n'a jamais été visitée. Date naturelle de la
-             *     ressource (à défaut, la date d'inscription au programme).
+             * @description Date de la dernière visite ouverte dans l'année ; le 1er janvier pour une ligne qui ne porte
+             *     que la fin d'une visite ouverte l'année précédente. Date naturelle de la ressource, toujours
+             *     dans l'année de la ligne.
              */
-            derniere_visite_le: string | null;
+            derniere_visite_le: string;
         };
         /**
          * @description Une ligne par connexion.
@@ -3085,7 +3121,9 @@ export interface components {
          * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
          *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
          *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-         *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+         *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+         *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+         *     `GET /activity-report`, année du rapport.
          * @example 2026
          */
         year: number;
@@ -3232,7 +3270,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -3338,7 +3378,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -3491,7 +3533,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -3595,7 +3639,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -3700,7 +3746,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -3805,7 +3853,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -3910,7 +3960,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -4015,7 +4067,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -4120,7 +4174,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -4225,7 +4281,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -4330,7 +4388,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -4435,7 +4495,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -4540,7 +4602,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
@@ -4656,7 +4720,9 @@ export interface operations {
                  * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
                  *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
                  *     `summary` (la valeur effective est tout de même renvoyée dans `meta.year`). Pour `learners`, les
-                 *     indicateurs sont agrégés sur cette année. Pour `GET /activity-report`, année du rapport.
+                 *     indicateurs sont agrégés sur cette année ; pour `enrollments` et `progress`, les lignes décrivent
+                 *     l'activité de l'année et l'état au 31 décembre (voir « Une année est une période »). Pour
+                 *     `GET /activity-report`, année du rapport.
                  * @example 2026
                  */
                 year?: components["parameters"]["year"];
