@@ -52,17 +52,19 @@ function activityMinutes(filter: ResourceFilter) {
       select kind, s, e, max(e) over w as all_end,
         max(e) filter (where kind = 'labia') over w as lab_end
       from (
-        select ai.kind,
-          date_trunc('minute', case when ai.kind = 'tutorat' then ai.started_at else greatest(ai.started_at, ${start}) end) as s,
-          date_trunc('minute', case when ai.kind = 'tutorat' then ai.ended_at else least(ai.ended_at, ${end}) end) as e
+        select ai.kind, date_trunc('minute', greatest(ai.started_at, ${start})) as s, date_trunc('minute', least(ai.ended_at, ${end})) as e
+        from activity_intervals ai
+        where ai.membership_id = mb.id and ai.kind <> 'tutorat'
+          and ai.started_at >= ${start} - interval '1 day' and ai.started_at < ${end} and ai.ended_at > ${start}
+        union all
+        -- Tutoring whole, in the year its session started (its interval starts at most a day later).
+        select ai.kind, date_trunc('minute', ai.started_at), date_trunc('minute', ai.ended_at)
         from activity_intervals ai
         left join tutoring_attendance ta on ta.id = ai.attendance_id
         left join tutoring_sessions ts on ts.id = ta.session_id
-        where ai.membership_id = mb.id
+        where ai.membership_id = mb.id and ai.kind = 'tutorat'
           and ai.started_at >= ${start} - interval '1 day' and ai.started_at < ${end} + interval '1 day'
-          and case when ai.kind = 'tutorat'
-            then coalesce(ts.starts_at, ai.started_at) >= ${start} and coalesce(ts.starts_at, ai.started_at) < ${end}
-            else ai.ended_at > ${start} and ai.started_at < ${end} end
+          and coalesce(ts.starts_at, ai.started_at) >= ${start} and coalesce(ts.starts_at, ai.started_at) < ${end}
       ) pieces
       where e > s
       window w as (order by s, e rows between unbounded preceding and 1 preceding)
