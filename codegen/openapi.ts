@@ -3195,13 +3195,13 @@ export interface components {
     headers: {
         /**
          * @description Politique de débit au format IETF (draft-ietf-httpapi-ratelimit-headers) : quota `q` de
-         *     requêtes par fenêtre de `w` secondes, pour cette clé.
+         *     requêtes sur toute période de `w` secondes (fenêtre glissante), pour cette clé.
          * @example "par-cle";q=120;w=60
          */
         "RateLimit-Policy": string;
         /**
          * @description État du débit au format IETF : `r` requêtes restantes (comme `X-RateLimit-Remaining`) et `t`
-         *     secondes avant le renouvellement de la fenêtre.
+         *     secondes avant que la plus ancienne requête comptée sorte de la fenêtre (une place de plus).
          * @example "par-cle";r=117;t=42
          */
         RateLimit: string;
@@ -3218,12 +3218,12 @@ export interface components {
          */
         Link: string;
         /**
-         * @description Plafond de requêtes de la fenêtre de 60 secondes pour cette clé (120).
+         * @description Plafond de requêtes sur toute période de 60 secondes pour cette clé (120).
          * @example 120
          */
         "X-RateLimit-Limit": number;
         /**
-         * @description Requêtes restantes dans la fenêtre en cours pour cette clé (budget partagé par toutes les instances du serveur).
+         * @description Requêtes encore possibles sur les 60 dernières secondes pour cette clé (budget partagé par toutes les instances du serveur).
          * @example 117
          */
         "X-RateLimit-Remaining": number;

@@ -14,7 +14,7 @@ type ListPath = Exclude<{ [P in keyof paths]: paths[P] extends { get: unknown } 
 
 const sleep = (seconds: number) => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
 
-/** Seconds until the window resets, from the IETF `RateLimit` field (`"…";r=0;t=12`). */
+/** Seconds until a place frees, from the IETF `RateLimit` field (`"…";r=0;t=12`). */
 function resetSeconds(response: Response): number {
   const match = /;t=(\d+)/.exec(response.headers.get('ratelimit') ?? '');
   return match ? Number(match[1]) : 60;
@@ -56,7 +56,7 @@ export async function syncResource(client: PartnerClient, options: SyncOptions):
     pages += 1;
     if (!page.pagination.has_more) return { rows, pages, waited };
     offset += page.pagination.count;
-    // Budget spent: wait for the window to turn rather than collect a 429.
+    // Budget spent: wait for a place to free rather than collect a 429.
     if (Number(response.headers.get('x-ratelimit-remaining')) === 0) {
       const seconds = resetSeconds(response);
       options.onWait?.(seconds, 'budget');

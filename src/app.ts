@@ -61,7 +61,7 @@ export async function buildApp({ config, db, logStream }: AppDependencies): Prom
 
   const handlers = createHandlers({ db, config });
   await app.register(async (api) => {
-    api.addHook('onRequest', createAuthenticator(db, config.rateLimitPerMinute, requiredScopesByRoute(document, apiPrefix)));
+    api.addHook('onRequest', createAuthenticator(db, { limit: config.rateLimitPerMinute, windowSeconds: config.rateLimitWindowSeconds }, requiredScopesByRoute(document, apiPrefix)));
     api.addHook('onSend', conditionalJson);
     // Types the document names only for responses: a request body of that type is refused (415).
     api.addContentTypeParser(['application/pdf', 'text/csv'], (_request, _body, done) =>

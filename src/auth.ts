@@ -20,7 +20,11 @@ declare module 'fastify' {
   }
 }
 
-export const rateLimitWindowSeconds = 60;
+/** The rate limit: `limit` requests per key over any `windowSeconds` (the spec's 120 per 60). */
+export interface RateLimit {
+  limit: number;
+  windowSeconds: number;
+}
 
 const bearerPattern = /^Bearer[ ]+(\S+)\s*$/i;
 
@@ -32,21 +36,21 @@ function formatParisDate(date: Date): string {
  * The budget as headers: the spec's X-RateLimit-* and the IETF fields (draft-ietf-httpapi-
  * ratelimit-headers): `RateLimit-Policy: "par-cle";q=120;w=60`, `RateLimit: "par-cle";r=..;t=..`.
  */
-export function rateLimitHeaders(limit: number, remaining: number, resetSeconds: number): Record<string, string | number> {
+export function rateLimitHeaders(rateLimit: RateLimit, remaining: number, resetSeconds: number): Record<string, string | number> {
   return {
-    'X-RateLimit-Limit': limit,
+    'X-RateLimit-Limit': rateLimit.limit,
     'X-RateLimit-Remaining': remaining,
-    'RateLimit-Policy': `"par-cle";q=${limit};w=${rateLimitWindowSeconds}`,
+    'RateLimit-Policy': `"par-cle";q=${rateLimit.limit};w=${rateLimit.windowSeconds}`,
     RateLimit: `"par-cle";r=${remaining};t=${resetSeconds}`,
   };
 }
 
-function tooManyRequests(retryAfterSeconds: number, limit: number): ApiError {
+function tooManyRequests(retryAfterSeconds: number, rateLimit: RateLimit): ApiError {
   return new ApiError(
     'rate_limited',
-    `Trop de requêtes : la limite est de ${limit} requêtes par ${rateLimitWindowSeconds} secondes. Réessayez dans ${retryAfterSeconds} s.`,
+    `Trop de requêtes : la limite est de ${rateLimit.limit} requêtes par période de ${rateLimit.windowSeconds} secondes. Réessayez dans ${retryAfterSeconds} s.`,
     { retry_after: retryAfterSeconds },
-    { 'Retry-After': retryAfterSeconds, ...rateLimitHeaders(limit, 0, retryAfterSeconds) },
+    { 'Retry-After': retryAfterSeconds, ...rateLimitHeaders(rateLimit, 0, retryAfterSeconds) },
   );
 }
 
@@ -56,11 +60,11 @@ function tooManyRequests(retryAfterSeconds: number, limit: number): ApiError {
  * before any validation, so that nothing about the API leaks to a caller without a valid key.
  * Calls without a usable key are counted per client address, which keeps key guessing slow.
  */
-export function createAuthenticator(db: DB, requestsPerWindow: number, requiredScopes: Map<string, string[]>) {
-  const findKeyAndCountRequest = createRequestCounter(db, rateLimitWindowSeconds);
+export function createAuthenticator(db: DB, rateLimit: RateLimit, requiredScopes: Map<string, string[]>) {
+  const findKeyAndCountRequest = createRequestCounter(db, rateLimit.limit, rateLimit.windowSeconds);
   async function refuse(request: FastifyRequest, error: ApiError): Promise<never> {
-    const attempts = await countRequest(db, `address:${request.ip}`, rateLimitWindowSeconds);
-    if (attempts.hits > requestsPerWindow) throw tooManyRequests(attempts.windowResetSeconds, requestsPerWindow);
+    const attempts = await countRequest(db, `address:${request.ip}`, rateLimit.limit, rateLimit.windowSeconds);
+    if (attempts.granted === 0) throw tooManyRequests(attempts.resetSeconds, rateLimit);
     throw error;
   }
 
@@ -77,9 +81,9 @@ export function createAuthenticator(db: DB, requestsPerWindow: number, requiredS
     if (key.expired) {
       return refuse(request, new ApiError('key_expired', `Clé API expirée depuis le ${formatParisDate(key.expiresAt!)} : créez une nouvelle clé depuis le tableau de bord.`));
     }
-    const hits = key.hits!;
-    if (hits > requestsPerWindow) throw tooManyRequests(key.windowResetSeconds, requestsPerWindow);
-    reply.headers(rateLimitHeaders(requestsPerWindow, requestsPerWindow - hits, key.windowResetSeconds));
+    const verdict = key.verdict!;
+    if (!verdict.accepted) throw tooManyRequests(verdict.resetSeconds, rateLimit);
+    reply.headers(rateLimitHeaders(rateLimit, verdict.remaining, verdict.resetSeconds));
     request.caller = { keyId: key.id, orgId: key.orgId, orgName: key.orgName, scopes: key.scopes };
     // Scopes are checked here too, before validation: a read key learns nothing from a 400.
     assertScopes(request.caller, requiredScopes.get(`${request.method} ${request.routeOptions.url}`) ?? []);

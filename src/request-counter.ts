@@ -1,19 +1,39 @@
-import { findKeyAndCountRequests, type KeyLookup } from '../db/api-keys';
+import { type CountedRequests, findKeyAndCountRequests, type KeyLookup } from '../db/api-keys';
 import type { DB } from './database';
 
+/** A key as one request saw it: its own verdict of the rate limit, or null when the key is not usable. */
+export interface CountedKey extends Omit<KeyLookup, 'counted'> {
+  verdict: RateLimitVerdict | null;
+}
+
+/** One request against its bucket's budget: accepted with `remaining` places left, or refused. */
+export interface RateLimitVerdict {
+  accepted: boolean;
+  remaining: number;
+  /** Seconds until the oldest accepted request leaves the window, freeing a place. */
+  resetSeconds: number;
+}
+
+/** The verdict of the request at `index` (0-based) of a batch counted together. */
+export function verdictOf(counted: CountedRequests, index: number, limit: number): RateLimitVerdict {
+  if (index >= counted.granted) return { accepted: false, remaining: 0, resetSeconds: counted.resetSeconds };
+  const place = counted.inWindow - counted.granted + index + 1;
+  return { accepted: true, remaining: limit - place, resetSeconds: counted.resetSeconds };
+}
+
 interface Waiting {
-  resolve(lookup: KeyLookup | null): void;
+  resolve(lookup: CountedKey | null): void;
   reject(error: unknown): void;
 }
 
 /**
- * Looks up keys and counts their requests in the shared rate-limit window, one statement per key at
- * a time: the requests of a key that arrive while its statement is in flight are counted together
+ * Looks up keys and counts their requests against the shared budget, one statement per key at a
+ * time: the requests of a key that arrive while its statement is in flight are counted together
  * by the next one. Under parallel load (a BI tool fetching pages side by side) that is one round
- * trip for many requests instead of one each, and every request still gets its own exact place in
- * the window: a batch of n that brings the count to h holds the places h - n + 1 to h.
+ * trip for many requests instead of one each, and every request still gets its own exact verdict:
+ * the batch's first `granted` requests are accepted, in order, the others refused.
  */
-export function createRequestCounter(db: DB, windowSeconds: number) {
+export function createRequestCounter(db: DB, limit: number, windowSeconds: number) {
   const waitingByKey = new Map<string, Waiting[]>();
   const inFlight = new Set<string>();
 
@@ -22,10 +42,12 @@ export function createRequestCounter(db: DB, windowSeconds: number) {
     waitingByKey.delete(key);
     inFlight.add(key);
     try {
-      const lookup = await findKeyAndCountRequests(db, keyHash, windowSeconds, batch.length);
-      batch.forEach((waiting, index) => waiting.resolve(
-        lookup && lookup.hits !== null ? { ...lookup, hits: lookup.hits - batch.length + 1 + index } : lookup,
-      ));
+      const lookup = await findKeyAndCountRequests(db, keyHash, batch.length, limit, windowSeconds);
+      batch.forEach((waiting, index) => {
+        if (!lookup) return waiting.resolve(null);
+        const { counted, ...key } = lookup;
+        waiting.resolve({ ...key, verdict: counted === null ? null : verdictOf(counted, index, limit) });
+      });
     } catch (error) {
       for (const waiting of batch) waiting.reject(error);
     } finally {
@@ -36,7 +58,7 @@ export function createRequestCounter(db: DB, windowSeconds: number) {
   }
 
   /** The key of this hash, with this request counted (null: no such key). */
-  return function countRequest(keyHash: Buffer): Promise<KeyLookup | null> {
+  return function countRequest(keyHash: Buffer): Promise<CountedKey | null> {
     const key = keyHash.toString('base64');
     return new Promise((resolve, reject) => {
       const waiting = waitingByKey.get(key);

@@ -1,8 +1,7 @@
 import { buildApp, apiPrefix } from './app';
 import { loadConfig } from './config';
 import { openDatabase } from './database';
-import { deleteEndedWindows } from '../db/api-keys';
-import { rateLimitWindowSeconds } from './auth';
+import { deleteIdleBuckets } from '../db/api-keys';
 import { seedDemoOnFirstStart } from './demo';
 import { startWebhookDelivery } from './webhooks/worker';
 
@@ -15,7 +14,7 @@ async function main(): Promise<void> {
   const webhooks = await startWebhookDelivery({ connectionString: database.connectionString, db: database.db, config, log: app.log });
 
   const sweeper = setInterval(() => {
-    deleteEndedWindows(database.db, rateLimitWindowSeconds).catch((error) => app.log.warn({ err: error }, 'nettoyage des fenêtres de débit'));
+    deleteIdleBuckets(database.db, config.rateLimitWindowSeconds).catch((error) => app.log.warn({ err: error }, 'nettoyage des fenêtres de débit'));
   }, 60_000);
   sweeper.unref();
 

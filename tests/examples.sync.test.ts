@@ -12,6 +12,8 @@ let baseUrl: string;
 let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
 
 const requestsPerMinute = 3;
+// The spec's window is 60 s; the same rules over 4 s keep the waits short.
+const windowSeconds = 4;
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -20,7 +22,7 @@ beforeAll(async () => {
   for (let day = 1; day <= 7; day++) {
     await addLearner(database.db, org.orgId, { email: `apprenant${day}@exemple.fr`, at: `2026-03-0${day} 10:00` });
   }
-  app = await buildTestApp(database.db, { rateLimitPerMinute: requestsPerMinute });
+  app = await buildTestApp(database.db, { rateLimitPerMinute: requestsPerMinute, rateLimitWindowSeconds: windowSeconds });
   await app.listen({ port: 0, host: '127.0.0.1' });
   baseUrl = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
 });
@@ -28,13 +30,6 @@ afterAll(async () => {
   await app.close();
   await database.drop();
 });
-
-/** Late in a 60 s window, so the test waits seconds, not a minute, for the next one. */
-async function lateInWindow(): Promise<void> {
-  const into = (Date.now() / 1000) % 60;
-  const wait = into <= 52 ? 52 - into : 60 - into + 52;
-  await new Promise((resolve) => setTimeout(resolve, wait * 1000));
-}
 
 describe('the integrator kit', () => {
   it('a typed client generated from openapi.yaml reads the summary', async () => {
@@ -56,18 +51,17 @@ describe('the integrator kit', () => {
         onWait: (_seconds, reason) => { waits.push(reason); },
       }).then((result) => ({ ...result, emails, waits }));
     };
-    // One window for both keys (each has its own budget), late in it so the waits are short.
-    await lateInWindow();
+    // Each key has its own budget; the second one's is spent before its sync starts.
     for (let i = 0; i < requestsPerMinute; i++) await fetch(`${baseUrl}/summary`, { headers: { authorization: `Bearer ${late}` } });
     const [budgeted, refused] = await Promise.all([sync(patient, '2026-03-01', 2), sync(late, '2026-03-06', 5)]);
 
     // Seven rows in pages of two: the fourth request would exceed the budget of three, so the
-    // sync waits for the next window instead of collecting a 429.
+    // sync waits for a place to free instead of collecting a 429.
     expect(budgeted.emails).toEqual([1, 2, 3, 4, 5, 6, 7].map((day) => `apprenant${day}@exemple.fr`));
     expect(budgeted.pages).toBe(4);
     expect(budgeted.waits).toEqual(['budget']);
     // A key whose budget is already spent gets a 429 and waits Retry-After, then goes on.
     expect(refused.waits).toEqual(['429']);
     expect(refused.emails).toEqual(['apprenant6@exemple.fr', 'apprenant7@exemple.fr']);
-  }, 90_000);
+  }, 60_000);
 });

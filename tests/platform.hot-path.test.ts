@@ -41,13 +41,17 @@ describe('counting requests of a key', () => {
     const { readKey } = await createOrgWithKeys(database.db);
     const { db, counted } = countingDb();
     try {
-      const countRequest = createRequestCounter(db, 60);
+      const countRequest = createRequestCounter(db, 25, 60);
       const lookups = await Promise.all(Array.from({ length: 30 }, () => countRequest(hashApiKey(readKey))));
       // The first goes alone; the 29 that arrived while it was in flight go together.
       expect(counted.statements).toBe(2);
-      expect(lookups.map((lookup) => lookup!.hits).sort((a, b) => a! - b!)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
-      const stored = await sql<{ hits: number }>`select hits from rate_limit_windows where bucket = ${`key:${lookups[0]!.id}`}`.execute(database.db);
-      expect(stored.rows).toEqual([{ hits: 30 }]);
+      // The first 25 are accepted, in order, each with the places left after it; the last 5 refused.
+      expect(lookups.map((lookup) => lookup!.verdict!.accepted ? lookup!.verdict!.remaining : -1)).toEqual([
+        ...Array.from({ length: 25 }, (_, i) => 24 - i), -1, -1, -1, -1, -1,
+      ]);
+      const stored = await sql<{ total: number }>`select (select sum(c) from unnest(counts) c)::int as total from rate_limit_slots
+        where bucket = ${`key:${lookups[0]!.id}`}`.execute(database.db);
+      expect(stored.rows).toEqual([{ total: 25 }]);
     } finally {
       await db.destroy();
     }
@@ -59,12 +63,12 @@ describe('counting requests of a key', () => {
     await database.db.updateTable('api_keys').set({ revoked_at: new Date() }).where('id', '=', revoked.id).execute();
     const { db } = countingDb();
     try {
-      const countRequest = createRequestCounter(db, 60);
+      const countRequest = createRequestCounter(db, 120, 60);
       const unknown = await Promise.all(Array.from({ length: 5 }, () => countRequest(hashApiKey('sk_live_inconnue'))));
       expect(unknown).toEqual([null, null, null, null, null]);
       const refused = await Promise.all(Array.from({ length: 5 }, () => countRequest(hashApiKey(revoked.key))));
-      expect(refused.every((lookup) => lookup!.revoked && lookup!.hits === null)).toBe(true);
-      const stored = await sql`select 1 from rate_limit_windows where bucket = ${`key:${revoked.id}`}`.execute(database.db);
+      expect(refused.every((lookup) => lookup!.revoked && lookup!.verdict === null)).toBe(true);
+      const stored = await sql`select 1 from rate_limit_slots where bucket = ${`key:${revoked.id}`}`.execute(database.db);
       expect(stored.rows).toEqual([]);
     } finally {
       await db.destroy();
@@ -75,7 +79,7 @@ describe('counting requests of a key', () => {
     const { readKey } = await createOrgWithKeys(database.db);
     const db = createDb(database.url, 1);
     try {
-      for (let i = 0; i < 3; i += 1) await findKeyAndCountRequests(db, hashApiKey(readKey), 60, 1);
+      for (let i = 0; i < 3; i += 1) await findKeyAndCountRequests(db, hashApiKey(readKey), 1, 120, 60);
       const prepared = await sql<{ name: string; executions: number }>`
         select name, (generic_plans + custom_plans)::int as executions from pg_prepared_statements`.execute(db);
       expect(prepared.rows).toEqual([{ name: 'api_key_request', executions: 3 }]);
@@ -84,8 +88,8 @@ describe('counting requests of a key', () => {
     }
   });
 
-  it('keeps rate-limit windows out of the WAL (an unlogged table)', async () => {
-    const table = await sql<{ relpersistence: string }>`select relpersistence from pg_class where relname = 'rate_limit_windows'`.execute(database.db);
+  it('keeps rate-limit counters out of the WAL (an unlogged table)', async () => {
+    const table = await sql<{ relpersistence: string }>`select relpersistence from pg_class where relname = 'rate_limit_slots'`.execute(database.db);
     expect(table.rows).toEqual([{ relpersistence: 'u' }]);
   });
 });

@@ -59,10 +59,12 @@ export interface ApiKeysTable {
   created_at: GeneratedTimestamp;
 }
 
-export interface RateLimitWindowsTable {
+/** A rate-limit bucket (`key:<id>` or `address:<ip>`): its accepted requests counted per second of the last window. */
+export interface RateLimitSlotsTable {
   bucket: string;
-  window_start: Timestamp;
-  hits: number;
+  newest_second: number;
+  counts: number[];
+  granted: number;
 }
 
 export interface EventsTable {
@@ -79,6 +81,6 @@ export interface PlatformTables {
   memberships: MembershipsTable;
   licences: LicencesTable;
   api_keys: ApiKeysTable;
-  rate_limit_windows: RateLimitWindowsTable;
+  rate_limit_slots: RateLimitSlotsTable;
   events: EventsTable;
 }
