@@ -167,30 +167,128 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`create index lesson_progress_years_enrolment_idx on lesson_progress_years (membership_id, programme_id, year)`.execute(db);
   await sql`create index activity_intervals_lesson_idx on activity_intervals (membership_id, lesson_id) where kind = 'cours'`.execute(db);
 
+  // `progress` places each lesson's block of rows from the rows counted per Paris day and month of
+  // their last visit (which lies in the row's year): a year is 12 months per lesson, and an
+  // `updated_since` in mid-month adds the days up to the next month.
+  for (const table of ['lesson_progress_days', 'lesson_progress_months']) {
+    await sql.raw(`create table ${table} (
+      -- No foreign keys: a cascade empties the counts through the trigger below, which drops zero rows.
+      org_id uuid not null,
+      programme_id uuid not null,
+      lesson_id uuid not null,
+      -- The Paris day, or the first day of the Paris month, of the rows' last visit.
+      period date not null,
+      progress_rows integer not null,
+      primary key (org_id, period, programme_id, lesson_id)
+    )`).execute(db);
+  }
+
+  /**
+   * Applies `changes` (a query of org_id, programme_id, lesson_id, last_visit_at and a sign, +1 for
+   * a row that is now, -1 for a row that was) to both counts in one pass per table, keys in their
+   * order: every writer locks the counters in the same order, so concurrent writers of the same
+   * lessons and days wait for one another instead of deadlocking. Returns common table expressions
+   * to follow others in a WITH, the final select into the counters that reached zero, and the
+   * statements that drop those.
+   */
+  const countChanges = (changes: string) => ({
+    expressions: `
+      day_changes as (
+        select org_id, programme_id, lesson_id, (last_visit_at at time zone 'Europe/Paris')::date as day, sum(sign)::int as delta
+        from (${changes}) c group by 1, 2, 3, 4 having sum(sign) <> 0
+      ), days as (
+        insert into lesson_progress_days as t (org_id, programme_id, lesson_id, period, progress_rows)
+        select org_id, programme_id, lesson_id, day, delta from day_changes order by org_id, day, programme_id, lesson_id
+        on conflict (org_id, period, programme_id, lesson_id) do update set progress_rows = t.progress_rows + excluded.progress_rows
+        returning t.org_id, t.period, t.programme_id, t.lesson_id, t.progress_rows
+      ), months as (
+        insert into lesson_progress_months as t (org_id, programme_id, lesson_id, period, progress_rows)
+        select org_id, programme_id, lesson_id, date_trunc('month', day)::date, sum(delta) from day_changes
+        group by 1, 2, 3, 4 having sum(delta) <> 0 order by 1, 4, 2, 3
+        on conflict (org_id, period, programme_id, lesson_id) do update set progress_rows = t.progress_rows + excluded.progress_rows
+        returning t.org_id, t.period, t.programme_id, t.lesson_id, t.progress_rows
+      )`,
+    select: `
+      select array(select row(org_id, period, programme_id, lesson_id)::lesson_count_key from days where progress_rows = 0),
+        array(select row(org_id, period, programme_id, lesson_id)::lesson_count_key from months where progress_rows = 0)
+      into emptied_days, emptied_months;`,
+    dropEmptied: ['lesson_progress_days', 'lesson_progress_months'].map((table, i) => `
+      delete from ${table} t using unnest(${i === 0 ? 'emptied_days' : 'emptied_months'}) k
+        where t.org_id = k.org_id and t.period = k.period and t.programme_id = k.programme_id and t.lesson_id = k.lesson_id and t.progress_rows = 0;`).join(''),
+  });
+  await sql`create type lesson_count_key as (org_id uuid, period date, programme_id uuid, lesson_id uuid)`.execute(db);
+
   const lessonYearColumns = 'org_id, membership_id, programme_id, lesson_id, year, visits, active_minutes, last_visit_at';
+  // The refresh writes the year rows and adjusts the counts itself, in one pass; a delete that
+  // does not come from it (a cascade) adjusts them through the trigger below.
+  const refreshCounts = countChanges(`select org_id, programme_id, lesson_id, last_visit_at, 1 as sign from fresh
+    union all select org_id, programme_id, lesson_id, last_visit_at, -1 from was`);
   await sql.raw(`create function lesson_progress_years_refresh(p_members uuid[], p_lessons uuid[]) returns void language plpgsql as $$
+    declare emptied_days lesson_count_key[]; emptied_months lesson_count_key[];
     begin
       ${lockEnrolments(`select pe.id from programme_enrolments pe join lessons l on l.programme_id = pe.programme_id
         join unnest(p_members, p_lessons) k(membership_id, lesson_id) on k.membership_id = pe.membership_id and k.lesson_id = l.id`)}
-      -- The rows of these keys afresh: those that no longer exist go, the others are written when they changed.
+      perform set_config('partner_api.counting_lesson_years', 'on', true);
+      -- The rows of these keys afresh: those that no longer exist go, the others are written when
+      -- they changed; the counts move by what is now less what was.
       with fresh as (${lessonYearRows(`select ai.* from activity_intervals ai
           join unnest(p_members, p_lessons) k(membership_id, lesson_id) on k.membership_id = ai.membership_id and k.lesson_id = ai.lesson_id
           where ai.kind = 'cours'`)}),
+        was as (
+          select t.* from lesson_progress_years t join unnest(p_members, p_lessons) k(membership_id, lesson_id)
+            on t.membership_id = k.membership_id and t.lesson_id = k.lesson_id
+        ),
         gone as (
-          delete from lesson_progress_years t using unnest(p_members, p_lessons) k(membership_id, lesson_id)
-          where t.membership_id = k.membership_id and t.lesson_id = k.lesson_id
+          delete from lesson_progress_years t using was
+          where t.membership_id = was.membership_id and t.lesson_id = was.lesson_id and t.year = was.year
             and not exists (select 1 from fresh f where f.membership_id = t.membership_id and f.lesson_id = t.lesson_id and f.year = t.year)
-        )
-      insert into lesson_progress_years as t (${lessonYearColumns}) select ${lessonYearColumns} from fresh order by membership_id, lesson_id, year
-      on conflict (membership_id, lesson_id, year) do update
-        set visits = excluded.visits, active_minutes = excluded.active_minutes, last_visit_at = excluded.last_visit_at
-        where (t.visits, t.active_minutes, t.last_visit_at) is distinct from (excluded.visits, excluded.active_minutes, excluded.last_visit_at);
+        ),
+        written as (
+          insert into lesson_progress_years as t (${lessonYearColumns}) select ${lessonYearColumns} from fresh order by membership_id, lesson_id, year
+          on conflict (membership_id, lesson_id, year) do update
+            set visits = excluded.visits, active_minutes = excluded.active_minutes, last_visit_at = excluded.last_visit_at
+            where (t.visits, t.active_minutes, t.last_visit_at) is distinct from (excluded.visits, excluded.active_minutes, excluded.last_visit_at)
+        ),
+        ${refreshCounts.expressions}
+      ${refreshCounts.select}
+      ${refreshCounts.dropEmptied}
+      perform set_config('partner_api.counting_lesson_years', 'off', true);
     end $$`).execute(db);
+  const cascadeCounts = countChanges('select org_id, programme_id, lesson_id, last_visit_at, -1 as sign from old_rows');
+  await sql.raw(`create function lesson_progress_years_uncount() returns trigger language plpgsql as $$
+    declare emptied_days lesson_count_key[]; emptied_months lesson_count_key[];
+    begin
+      if current_setting('partner_api.counting_lesson_years', true) = 'on' then return null; end if;
+      with ${cascadeCounts.expressions}
+      ${cascadeCounts.select}
+      ${cascadeCounts.dropEmptied}
+      return null;
+    end $$`).execute(db);
+  await sql`create trigger lesson_progress_years_uncount after delete on lesson_progress_years
+    referencing old table as old_rows for each statement execute function lesson_progress_years_uncount()`.execute(db);
+
+  // A whole organisation at once (bulk loads that skip triggers, and this migration): the year
+  // rows, then the counts.
   await sql.raw(`create function lesson_progress_years_recount(p_org_id uuid) returns void language plpgsql as $$
     begin
+      perform set_config('partner_api.counting_lesson_years', 'on', true);
       delete from lesson_progress_years where org_id = p_org_id;
+      perform set_config('partner_api.counting_lesson_years', 'off', true);
       insert into lesson_progress_years (${lessonYearColumns}) ${lessonYearRows('select * from activity_intervals where org_id = p_org_id')};
     end $$`).execute(db);
+  const recountStatements = [
+    { table: 'lesson_progress_days', period: `(last_visit_at at time zone 'Europe/Paris')::date` },
+    { table: 'lesson_progress_months', period: `date_trunc('month', (last_visit_at at time zone 'Europe/Paris'))::date` },
+  ].map(({ table, period }) => `
+    delete from ${table} where org_id = p_org_id;
+    insert into ${table} (org_id, programme_id, lesson_id, period, progress_rows)
+    select org_id, programme_id, lesson_id, ${period}, count(*) from lesson_progress_years where org_id = p_org_id
+    group by org_id, ${period}, programme_id, lesson_id;`);
+  await sql.raw(`create function lesson_progress_counts_recount(p_org_id uuid) returns void language plpgsql as $$
+    begin
+      ${recountStatements.join('\n')}
+    end $$`).execute(db);
+
   const intervalEvents = [
     { event: 'insert', referencing: 'new table as changed', changed: 'select membership_id, lesson_id from changed' },
     { event: 'update', referencing: 'old table as old_rows new table as new_rows', changed: 'select membership_id, lesson_id from old_rows union select membership_id, lesson_id from new_rows' },
@@ -208,64 +306,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     await sql.raw(`create trigger activity_intervals_lesson_years_${event} after ${event} on activity_intervals
       referencing ${referencing} for each statement execute function activity_intervals_lesson_years_${event}()`).execute(db);
   }
-  await sql`select lesson_progress_years_recount(id) from organisations`.execute(db);
-
-  // `progress` places each lesson's block of rows from the rows counted per Paris day and month of
-  // their last visit (which lies in the row's year): a year is 12 months per lesson, and an
-  // `updated_since` in mid-month adds the days up to the next month.
-  const countTables = [
-    { table: 'lesson_progress_days', period: '(last_visit_at at time zone \'Europe/Paris\')::date' },
-    { table: 'lesson_progress_months', period: 'date_trunc(\'month\', (last_visit_at at time zone \'Europe/Paris\'))::date' },
-  ];
-  for (const { table } of countTables) {
-    await sql.raw(`create table ${table} (
-      -- No foreign keys: a cascade empties the counts through the triggers, which drop zero rows.
-      org_id uuid not null,
-      programme_id uuid not null,
-      lesson_id uuid not null,
-      -- The Paris day, or the first day of the Paris month, of the rows' last visit.
-      period date not null,
-      progress_rows integer not null,
-      primary key (org_id, period, programme_id, lesson_id)
-    )`).execute(db);
-  }
-  const rowsOf = (table: string, sign: -1 | 1) => `select org_id, programme_id, lesson_id, last_visit_at, ${sign} as sign from ${table}`;
-  const countEvents = [
-    { event: 'insert', referencing: 'new table as new_rows', changed: rowsOf('new_rows', 1) },
-    { event: 'update', referencing: 'old table as old_rows new table as new_rows', changed: `${rowsOf('old_rows', -1)} union all ${rowsOf('new_rows', 1)}` },
-    { event: 'delete', referencing: 'old table as old_rows', changed: rowsOf('old_rows', -1) },
-  ];
-  // Keys are written in their order, so that concurrent writers lock them alike.
-  const addTo = (table: string, period: string, changed: string) => `
-    insert into ${table} as t (org_id, programme_id, lesson_id, period, progress_rows)
-    select org_id, programme_id, lesson_id, ${period}, sum(sign) from (${changed}) c
-    group by org_id, ${period}, programme_id, lesson_id
-    having sum(sign) <> 0
-    order by org_id, ${period}, programme_id, lesson_id
-    on conflict (org_id, period, programme_id, lesson_id) do update set progress_rows = t.progress_rows + excluded.progress_rows;`;
-  const dropEmptied = (table: string, period: string, changed: string) => `
-    delete from ${table} t using (select distinct org_id, programme_id, lesson_id, ${period} as period from (${changed}) c) k
-    where t.org_id = k.org_id and t.period = k.period and t.programme_id = k.programme_id and t.lesson_id = k.lesson_id and t.progress_rows = 0;`;
-  for (const { event, referencing, changed } of countEvents) {
-    const statements = countTables.map(({ table, period }) => addTo(table, period, changed) + (event === 'insert' ? '' : dropEmptied(table, period, changed)));
-    await sql.raw(`create function lesson_progress_years_counts_${event}() returns trigger language plpgsql as $$
-      begin
-        ${statements.join('\n')}
-        return null;
-      end $$`).execute(db);
-    await sql.raw(`create trigger lesson_progress_years_counts_${event} after ${event} on lesson_progress_years
-      referencing ${referencing} for each statement execute function lesson_progress_years_counts_${event}()`).execute(db);
-  }
-  const recountStatements = countTables.map(({ table, period }) => `
-    delete from ${table} where org_id = p_org_id;
-    insert into ${table} (org_id, programme_id, lesson_id, period, progress_rows)
-    select org_id, programme_id, lesson_id, ${period}, count(*) from lesson_progress_years where org_id = p_org_id
-    group by org_id, ${period}, programme_id, lesson_id;`);
-  await sql.raw(`create function lesson_progress_counts_recount(p_org_id uuid) returns void language plpgsql as $$
-    begin
-      ${recountStatements.join('\n')}
-    end $$`).execute(db);
-  await sql`select lesson_progress_counts_recount(id) from organisations`.execute(db);
+  await sql`select lesson_progress_years_recount(id), lesson_progress_counts_recount(id) from organisations`.execute(db);
 
   // ---------------------------------------------------------------------------------------------
   // Enrolment years, from every fact of the programme.
