@@ -2351,7 +2351,7 @@ export interface components {
              *     requête unitaire ou dans un lot `atomic`, et fait échouer sa seule entrée dans un lot au mieux.
              */
             email: string;
-            /** @description Programmes auxquels inscrire l'apprenant (progression 0), par slug. */
+            /** @description Programmes auxquels inscrire l'apprenant (progression 0), par slug ; au plus 100. */
             programme_slugs?: string[];
         };
         /**
@@ -3018,7 +3018,8 @@ export interface components {
         };
         /**
          * @description Méthode non acceptée sur ce chemin : `/users` accepte `GET` et `POST`, tous les autres chemins
-         *     seulement `GET`. L'en-tête `Allow` liste les méthodes acceptées.
+         *     seulement `GET` (`HEAD` et `OPTIONS` ne sont pas proposés). L'en-tête `Allow` liste les
+         *     méthodes acceptées. Répondue après la vérification de la clé : sans clé valide, 401.
          */
         MethodNotAllowed: {
             headers: {
@@ -3028,7 +3029,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "error": "Méthode DELETE non autorisée sur /learners (méthodes acceptées : GET)."
+                 *       "error": "Méthode DELETE non autorisée : cette adresse accepte GET."
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -3083,6 +3084,99 @@ export interface components {
             };
         };
         /**
+         * @description Service momentanément indisponible : la base de données ne répond pas (arrêtée, injoignable ou
+         *     figée), la réponse n'a pas pu commencer dans le délai du serveur (15 s par défaut), ou
+         *     l'instance s'arrête (une autre répondra). Rien n'a été écrit. Réessayez après `Retry-After`
+         *     secondes.
+         */
+        ServiceUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After-Unavailable"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Service momentanément indisponible : la base de données ne répond pas. Réessayez dans quelques secondes."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description La requête (en-têtes et corps) n'a pas été reçue en entier dans les 30 secondes. */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "La requête n’a pas été reçue en entier à temps."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description Adresse trop longue : plus de 8 192 caractères, ou un segment d'adresse de plus de 100
+         *     caractères.
+         */
+        UriTooLong: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Adresse trop longue : 8192 caractères au plus."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description En-têtes de la requête trop volumineux (16 Kio au plus, ligne de requête comprise). */
+        HeadersTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "En-têtes de la requête trop volumineux (16 Kio au plus, adresse comprise)."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Corps de la requête de plus de 1 Mio. */
+        PayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Corps de la requête trop volumineux (1 Mio au plus)."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Le corps n'est pas envoyé en `Content-Type: application/json`. */
+        UnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Type de contenu non pris en charge : envoyez « Content-Type: application/json »."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
          * @description Toute réponse 2xx reçue dans les 10 secondes accuse réception ; le corps de la réponse est
          *     ignoré. Un succès remet à zéro le compteur d'échecs consécutifs du point de réception.
          */
@@ -3107,7 +3201,7 @@ export interface components {
     parameters: {
         /**
          * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-         *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+         *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
          * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
          */
         "If-None-Match": string;
@@ -3133,16 +3227,16 @@ export interface components {
          */
         limit: number;
         /**
-         * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-         *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-         *     `summary`.
+         * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+         *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+         *     CSV et pour `summary`.
          */
         offset: number;
         /**
          * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
          *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
          *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-         *     vaut alors `null`). Date invalide : 400.
+         *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
          * @example 2026-03-01
          */
         updated_since: string;
@@ -3152,7 +3246,7 @@ export interface components {
          *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
          *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
          *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-         *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+         *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
          * @example claire.martin@exemple.fr
          */
         email: string;
@@ -3248,10 +3342,15 @@ export interface components {
          */
         "Retry-After": number;
         /**
-         * @description Méthodes acceptées sur ce chemin (`GET, POST, HEAD` pour `/users`, `GET, HEAD` ailleurs).
-         * @example GET, HEAD
+         * @description Méthodes acceptées sur ce chemin (`GET, POST` pour `/users`, `GET` ailleurs).
+         * @example GET
          */
         Allow: string;
+        /**
+         * @description Nombre de secondes à attendre avant de réessayer.
+         * @example 5
+         */
+        "Retry-After-Unavailable": number;
     };
     pathItems: never;
 }
@@ -3282,16 +3381,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -3301,7 +3400,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -3325,7 +3424,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -3361,8 +3460,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listUsers: {
@@ -3390,16 +3494,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -3409,7 +3513,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -3433,7 +3537,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -3469,8 +3573,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createUsers: {
@@ -3515,9 +3624,16 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getSummary: {
@@ -3545,16 +3661,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -3564,7 +3680,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -3588,7 +3704,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -3622,8 +3738,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listAttendance: {
@@ -3651,16 +3772,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -3670,7 +3791,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -3694,7 +3815,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -3729,8 +3850,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listEvaluations: {
@@ -3758,16 +3884,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -3777,7 +3903,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -3801,7 +3927,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -3836,8 +3962,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listQuizAnswers: {
@@ -3865,16 +3996,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -3884,7 +4015,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -3908,7 +4039,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -3943,8 +4074,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listDocuments: {
@@ -3972,16 +4108,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -3991,7 +4127,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -4015,7 +4151,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4050,8 +4186,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listSatisfaction: {
@@ -4079,16 +4220,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -4098,7 +4239,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -4122,7 +4263,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4157,8 +4298,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listEnrollments: {
@@ -4186,16 +4332,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -4205,7 +4351,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -4229,7 +4375,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4264,8 +4410,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listProgress: {
@@ -4293,16 +4444,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -4312,7 +4463,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -4336,7 +4487,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4371,8 +4522,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listLogins: {
@@ -4400,16 +4556,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -4419,7 +4575,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -4443,7 +4599,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4478,8 +4634,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listTutoringRatings: {
@@ -4507,16 +4668,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -4526,7 +4687,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -4550,7 +4711,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4585,8 +4746,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listLessonRatings: {
@@ -4614,16 +4780,16 @@ export interface operations {
                  */
                 limit?: components["parameters"]["limit"];
                 /**
-                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier >= 0, sinon 400). L'ordre
-                 *     des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en CSV et pour
-                 *     `summary`.
+                 * @description Nombre de lignes à sauter avant la page, en JSON (0 par défaut, entier de 0 à 10 000 000, sinon
+                 *     400). L'ordre des lignes étant déterministe, la pagination par `offset` est stable. Ignoré en
+                 *     CSV et pour `summary`.
                  */
                 offset?: components["parameters"]["offset"];
                 /**
                  * @description Date `AAAA-MM-JJ` (date de Paris) : ne garde que les lignes dont la date naturelle est >= cette
                  *     date, pour une synchronisation incrémentale. La date naturelle de chaque ressource est donnée
                  *     dans la description de son opération. Ignoré pour `learners` et `summary` (`meta.updated_since`
-                 *     vaut alors `null`). Date invalide : 400.
+                 *     vaut alors `null`). Date invalide ou hors des années 2000 à 2100 : 400.
                  * @example 2026-03-01
                  */
                 updated_since?: components["parameters"]["updated_since"];
@@ -4633,7 +4799,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -4657,7 +4823,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV.
+                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4692,8 +4858,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getActivityReport: {
@@ -4705,7 +4876,7 @@ export interface operations {
                  *     s'il existe dans une autre organisation). Une requête sur un seul apprenant n'est pas plafonnée
                  *     (`meta.truncated` = `false`) et renvoie `meta.learner`. Si `email` et `user_id` sont fournis
                  *     tous les deux, ils doivent désigner le même apprenant, sinon 404. Pour
-                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire.
+                 *     `GET /activity-report`, l'un de `email` / `user_id` est obligatoire. Au plus 254 caractères.
                  * @example claire.martin@exemple.fr
                  */
                 email?: components["parameters"]["email"];
@@ -4759,8 +4930,13 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getUnknownResource: {
@@ -4772,7 +4948,7 @@ export interface operations {
                  * @description Nom de ressource. Les noms valides sont `learners`, `users`, `summary`, `attendance`,
                  *     `evaluations`, `quiz-answers`, `documents`, `satisfaction`, `enrollments`, `progress`,
                  *     `logins`, `tutoring-ratings` et `lesson-ratings` (chacun décrit par son propre chemin) ;
-                 *     tout autre nom donne 404.
+                 *     tout autre nom donne 404. Au plus 100 caractères (au-delà : 414).
                  * @example apprenants
                  */
                 resource: string;
@@ -4781,9 +4957,16 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["UnknownResource"];
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            414: components["responses"]["UriTooLong"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

@@ -36,6 +36,14 @@ function commandHelp(command: AdminCommand): string {
   return [`Usage : npm run --silent admin -- ${command.name} ${command.usage} [--json]`, '', command.description].join('\n');
 }
 
+/**
+ * Writes on stdout or stderr and resolves once the text is handed to the system: the process may
+ * exit only then, or a pipe (`… --json | jq`) would get the first 64 KiB and no more.
+ */
+function writeAll(stream: NodeJS.WriteStream, text: string): Promise<void> {
+  return new Promise((resolve, reject) => stream.write(text, (error) => (error ? reject(error) : resolve())));
+}
+
 function humanReadable(result: Record<string, unknown> | Record<string, unknown>[]): string {
   const rows = Array.isArray(result) ? result : [result];
   if (rows.length === 0) return '(aucun élément)';
@@ -51,10 +59,10 @@ async function main(argv: string[]): Promise<number> {
   if (!command) {
     const asked = words.slice(0, 2).join(' ');
     if (argv.length === 0 || argv.includes('--help') || argv.includes('-h')) {
-      process.stdout.write(help(commands) + '\n');
+      await writeAll(process.stdout, help(commands) + '\n');
       return argv.length === 0 ? 2 : 0;
     }
-    process.stderr.write(`Commande inconnue : « ${asked} ».\n\n${help(commands)}\n`);
+    await writeAll(process.stderr, `Commande inconnue : « ${asked} ».\n\n${help(commands)}\n`);
     return 2;
   }
   const rest = argv.slice(argv.indexOf(command.name.split(' ').at(-1)!) + 1);
@@ -65,11 +73,11 @@ async function main(argv: string[]): Promise<number> {
       options: { ...command.options, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     });
   } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${commandHelp(command)}\n`);
+    await writeAll(process.stderr, `${(error as Error).message}\n\n${commandHelp(command)}\n`);
     return 2;
   }
   if (parsed.values.help) {
-    process.stdout.write(commandHelp(command) + '\n');
+    await writeAll(process.stdout, commandHelp(command) + '\n');
     return 0;
   }
   const config = loadConfig();
@@ -79,11 +87,11 @@ async function main(argv: string[]): Promise<number> {
       db: database.db, config, values: parsed.values as never,
       progress: (message) => process.stderr.write(message),
     });
-    process.stdout.write((parsed.values.json ? JSON.stringify(result) : humanReadable(result)) + '\n');
+    await writeAll(process.stdout, (parsed.values.json ? JSON.stringify(result) : humanReadable(result)) + '\n');
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`${error.message}\n`);
+      await writeAll(process.stderr, `${error.message}\n`);
       return 2;
     }
     throw error;
@@ -94,8 +102,5 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (error) => {
-    process.stderr.write(`Erreur : ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
-  },
+  (error) => writeAll(process.stderr, `Erreur : ${error instanceof Error ? error.message : String(error)}\n`).finally(() => process.exit(1)),
 );

@@ -1,33 +1,50 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
 import { createHandlers } from '../handlers';
 import { createAuthenticator, createSecurityHandlers } from './auth';
 import { conditionalJson } from './conditional-requests';
 import type { Config } from './config';
 import type { DB } from './database';
-import { installErrorHandler } from './error-handler';
-import { ApiError } from './errors';
+import { clientErrorResponse, frameworkErrorResponse, installErrorHandler, sendApiError } from './error-handler';
+import { ApiError, serviceUnavailable } from './errors';
+import { registerHealthRoutes } from './health';
+import { createMetrics, type Metrics } from './metrics';
 import { declaredMethodsByPath, loadOpenapiDocument, openapiText, requiredScopesByRoute } from './openapi-document';
 import { validatorCompiler } from './validation';
 
 export const apiPrefix = '/v1';
+
+/** Longest URL served (beyond it 414; beyond Node's 16 KiB of headers, the request line included, 431). */
+const maxUrlLength = 8192;
 
 export interface AppDependencies {
   config: Config;
   db: DB;
   /** Where logs go (stdout by default); tests capture them. */
   logStream?: { write(line: string): void };
+  /** The process's metrics (created here when not given). */
+  metrics?: Metrics;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The process is stopping: readiness turns false, and requests on open connections get 503. */
+    startDraining(): void;
+    readonly metrics: Metrics;
+  }
 }
 
 /**
- * The whole server, in the order a request meets it: logging, errors, the public document and
- * docs, then the API itself (key and rate limit, routes and validation from openapi.yaml, the
- * handlers), and the 405 answers for methods a path does not declare.
+ * The whole server, in the order a request meets it: the request id and the limits every request
+ * has (URL length, answer deadline, draining), logging and metrics, errors, the operators' health
+ * and metrics routes, the public document and docs, then the API itself (key and rate limit,
+ * routes and validation from openapi.yaml, the handlers), and its 404 and 405 answers.
  */
-export async function buildApp({ config, db, logStream }: AppDependencies): Promise<FastifyInstance> {
+export async function buildApp({ config, db, logStream, metrics = createMetrics(db) }: AppDependencies): Promise<FastifyInstance> {
+  let draining = false;
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -39,15 +56,50 @@ export async function buildApp({ config, db, logStream }: AppDependencies): Prom
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
     trustProxy: false,
+    // HEAD is not offered: the 405 lists what is (building a PDF or a page to throw it away helps nobody).
+    exposeHeadRoutes: false,
+    // Our own 503 while draining, in the one error shape.
+    return503OnClosing: false,
+    // The whole request must arrive within this time (a client that trickles its headers or body).
+    requestTimeout: 30_000,
+    frameworkErrors: frameworkErrorResponse,
+    clientErrorHandler: clientErrorResponse,
   });
+  app.decorate('startDraining', () => { draining = true; });
+  app.decorate('metrics', metrics);
+
+  const deadlines = new WeakMap<FastifyRequest, NodeJS.Timeout>();
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+    if (request.url.length > maxUrlLength) throw new ApiError('uri_too_long', `Adresse trop longue : ${maxUrlLength} caractères au plus.`);
+    if (draining && !request.routeOptions.config.operational) {
+      reply.header('Connection', 'close');
+      throw serviceUnavailable('Le serveur s’arrête : réessayez dans quelques secondes (une autre instance répondra).');
+    }
+    // An answer that has not started by the deadline is a 503: the client may try again.
+    const deadline = setTimeout(() => {
+      if (reply.sent || reply.raw.headersSent) return;
+      request.log.warn({ deadlineMs: config.requestTimeoutMs }, 'réponse non commencée dans le délai');
+      sendApiError(reply, serviceUnavailable(`La réponse n’a pas pu être préparée en ${config.requestTimeoutMs / 1000} s : réessayez dans quelques secondes.`));
+    }, config.requestTimeoutMs);
+    deadline.unref();
+    deadlines.set(request, deadline);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    clearTimeout(deadlines.get(request));
+    if (request.routeOptions.config.operational) return;
+    const route = request.routeOptions.url ?? 'non trouvée';
+    const status = String(reply.statusCode);
+    metrics.requests.inc({ route, method: request.method, status });
+    metrics.requestDuration.observe({ route, status }, reply.elapsedTime / 1000);
   });
   app.setValidatorCompiler(validatorCompiler);
   // Responses are plain JSON.stringify: a schema-driven serializer would coerce or drop values and
   // hide a handler's mistake instead of letting the contract tests see it.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   installErrorHandler(app);
+
+  registerHealthRoutes(app, { db, isDraining: () => draining, metrics });
 
   const document = loadOpenapiDocument();
 
@@ -60,31 +112,44 @@ export async function buildApp({ config, db, logStream }: AppDependencies): Prom
   await app.register(swaggerUi, { routePrefix: `${apiPrefix}/docs` });
 
   const handlers = createHandlers({ db, config });
+  const declaredMethods = declaredPathMatchers(document);
   await app.register(async (api) => {
-    api.addHook('onRequest', createAuthenticator(db, { limit: config.rateLimitPerMinute, windowSeconds: config.rateLimitWindowSeconds }, requiredScopesByRoute(document, apiPrefix)));
+    // Every answer of the API, 404 and 405 included, comes after the key and the rate limit: a
+    // caller without a valid key learns nothing, not even which methods a path takes.
+    api.addHook('onRequest', createAuthenticator(db, { limit: config.rateLimitPerMinute, windowSeconds: config.rateLimitWindowSeconds },
+      requiredScopesByRoute(document, apiPrefix), (bucket) => metrics.rateLimitRefusals.inc({ bucket })));
     api.addHook('onSend', conditionalJson);
-    // Types the document names only for responses: a request body of that type is refused (415).
+    // Only JSON bodies are read: text, and the types the document names only for responses, are 415.
+    api.removeContentTypeParser('text/plain');
     api.addContentTypeParser(['application/pdf', 'text/csv'], (_request, _body, done) =>
       done(Object.assign(new Error('type de contenu non pris en charge'), { statusCode: 415 }), undefined));
+    // A route that takes a body gets one: without it, validation (which keys on the content type) never runs.
+    api.addHook('preValidation', async (request) => {
+      if (request.routeOptions.schema?.body && (request.body === undefined || request.body === null)) throw new ApiError('body_missing');
+    });
     await api.register(openapiGlue, {
       specification: structuredClone(document),
       serviceHandlers: handlers,
       securityHandlers: createSecurityHandlers(),
-      prefix: apiPrefix,
     });
-  });
-
-  // Methods a path does not declare: 405 with Allow, whatever the key (it reveals nothing).
-  const allMethods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
-  for (const [route, declared] of declaredMethodsByPath(document)) {
-    const allowed = declared.includes('GET') ? [...declared, 'HEAD'] : declared;
-    app.route({
-      method: allMethods.filter((method) => !allowed.includes(method)),
-      url: `${apiPrefix}${route}`,
-      handler: async () => {
-        throw new ApiError('method_not_allowed', `Méthode non autorisée : cette adresse accepte ${declared.join(', ')}.`, {}, { Allow: allowed.join(', ') });
-      },
-    });
-  }
+    api.setNotFoundHandler((request, reply) => notFoundOrNotAllowed(request, reply, declaredMethods));
+  }, { prefix: apiPrefix });
   return app;
+}
+
+/** The document's paths as patterns of the URL below /v1, with the methods each declares. */
+function declaredPathMatchers(document: Record<string, any>): { pattern: RegExp; methods: string[] }[] {
+  return [...declaredMethodsByPath(document)].map(([route, methods]) => ({
+    pattern: new RegExp(`^${route.split('/').map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}$`),
+    methods,
+  }));
+}
+
+/** Below /v1 and authenticated: a path of the document asked with another method is 405 with Allow, any other path 404. */
+function notFoundOrNotAllowed(request: FastifyRequest, reply: FastifyReply, declared: { pattern: RegExp; methods: string[] }[]) {
+  const path = request.url.split('?')[0]!.slice(apiPrefix.length);
+  const match = declared.find((entry) => entry.pattern.test(path));
+  if (!match) return sendApiError(reply, new ApiError('route_not_found', `Adresse inconnue : ${request.method} ${request.url.split('?')[0]}.`));
+  return sendApiError(reply, new ApiError('method_not_allowed', `Méthode ${request.method} non autorisée : cette adresse accepte ${match.methods.join(', ')}.`,
+    {}, { Allow: match.methods.join(', ') }));
 }

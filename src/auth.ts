@@ -60,11 +60,19 @@ function tooManyRequests(retryAfterSeconds: number, rateLimit: RateLimit): ApiEr
  * before any validation, so that nothing about the API leaks to a caller without a valid key.
  * Calls without a usable key are counted per client address, which keeps key guessing slow.
  */
-export function createAuthenticator(db: DB, rateLimit: RateLimit, requiredScopes: Map<string, string[]>) {
+export function createAuthenticator(
+  db: DB,
+  rateLimit: RateLimit,
+  requiredScopes: Map<string, string[]>,
+  onRefusal: (bucket: 'key' | 'address') => void = () => undefined,
+) {
   const findKeyAndCountRequest = createRequestCounter(db, rateLimit.limit, rateLimit.windowSeconds);
   async function refuse(request: FastifyRequest, error: ApiError): Promise<never> {
     const attempts = await countRequest(db, `address:${request.ip}`, rateLimit.limit, rateLimit.windowSeconds);
-    if (attempts.granted === 0) throw tooManyRequests(attempts.resetSeconds, rateLimit);
+    if (attempts.granted === 0) {
+      onRefusal('address');
+      throw tooManyRequests(attempts.resetSeconds, rateLimit);
+    }
     throw error;
   }
 
@@ -82,7 +90,10 @@ export function createAuthenticator(db: DB, rateLimit: RateLimit, requiredScopes
       return refuse(request, new ApiError('key_expired', `Clé API expirée depuis le ${formatParisDate(key.expiresAt!)} : créez une nouvelle clé depuis le tableau de bord.`));
     }
     const verdict = key.verdict!;
-    if (!verdict.accepted) throw tooManyRequests(verdict.resetSeconds, rateLimit);
+    if (!verdict.accepted) {
+      onRefusal('key');
+      throw tooManyRequests(verdict.resetSeconds, rateLimit);
+    }
     reply.headers(rateLimitHeaders(rateLimit, verdict.remaining, verdict.resetSeconds));
     request.caller = { keyId: key.id, orgId: key.orgId, orgName: key.orgName, scopes: key.scopes };
     // Scopes are checked here too, before validation: a read key learns nothing from a 400.

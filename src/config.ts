@@ -14,6 +14,14 @@ export interface Config {
   /** The rate limit's window (the spec's 60 s; shorter only to test it). */
   readonly rateLimitWindowSeconds: number;
   readonly logLevel: string;
+  /** Longest wait for a database connection (then 503). */
+  readonly databaseConnectTimeoutMs: number;
+  /** Longest a statement may run, on the server and as seen from here (then 503). */
+  readonly databaseQueryTimeoutMs: number;
+  /** Longest a request may wait for its answer to start (then 503). */
+  readonly requestTimeoutMs: number;
+  /** Longest a stopping server waits for the requests in flight before closing their connections. */
+  readonly shutdownTimeoutMs: number;
   readonly webhookRetryDelaysSeconds: readonly number[];
   readonly webhookTimeoutMs: number;
   readonly webhookDisableAfter: number;
@@ -31,6 +39,10 @@ interface RawEnvironment {
   RATE_LIMIT_PER_MINUTE: number;
   RATE_LIMIT_WINDOW_SECONDS: number;
   LOG_LEVEL: string;
+  DB_CONNECT_TIMEOUT_MS: number;
+  DB_QUERY_TIMEOUT_MS: number;
+  REQUEST_TIMEOUT_MS: number;
+  SHUTDOWN_TIMEOUT_MS: number;
   WEBHOOK_RETRY_DELAYS: string;
   WEBHOOK_TIMEOUT_MS: number;
   WEBHOOK_DISABLE_AFTER: number;
@@ -50,6 +62,10 @@ const environmentSchema = {
     RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 1, default: 120 },
     RATE_LIMIT_WINDOW_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+    DB_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 3000 },
+    DB_QUERY_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 5000 },
+    REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 15000 },
+    SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 10000 },
     WEBHOOK_RETRY_DELAYS: { type: 'string', pattern: '^\\d+(\\.\\d+)?(,\\d+(\\.\\d+)?)*$', default: '60,600,3600,21600,86400' },
     WEBHOOK_TIMEOUT_MS: { type: 'integer', minimum: 1, default: 10000 },
     WEBHOOK_DISABLE_AFTER: { type: 'integer', minimum: 1, default: 50 },
@@ -75,6 +91,10 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE,
     rateLimitWindowSeconds: raw.RATE_LIMIT_WINDOW_SECONDS,
     logLevel: raw.LOG_LEVEL,
+    databaseConnectTimeoutMs: raw.DB_CONNECT_TIMEOUT_MS,
+    databaseQueryTimeoutMs: raw.DB_QUERY_TIMEOUT_MS,
+    requestTimeoutMs: raw.REQUEST_TIMEOUT_MS,
+    shutdownTimeoutMs: raw.SHUTDOWN_TIMEOUT_MS,
     webhookRetryDelaysSeconds: Object.freeze(raw.WEBHOOK_RETRY_DELAYS.split(',').map(Number)),
     webhookTimeoutMs: raw.WEBHOOK_TIMEOUT_MS,
     webhookDisableAfter: raw.WEBHOOK_DISABLE_AFTER,

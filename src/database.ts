@@ -36,8 +36,24 @@ class PreparingClient extends pg.Client {
   }
 }
 
-export function createDb(connectionString: string, poolSize = 10): DB {
-  const pool = new pg.Pool({ connectionString, max: poolSize, application_name: 'partner-api', Client: PreparingClient });
+export interface PoolOptions {
+  poolSize?: number;
+  /** Longest wait for a connection (a new one, or a free one of the pool). */
+  connectTimeoutMs?: number;
+  /**
+   * Longest a statement may run: PostgreSQL cancels it (statement_timeout), and this process stops
+   * waiting a second later, for a server that cannot even cancel (frozen, unreachable).
+   */
+  queryTimeoutMs?: number;
+}
+
+export function createDb(connectionString: string, options: PoolOptions = {}): DB {
+  const { poolSize = 10, connectTimeoutMs, queryTimeoutMs } = options;
+  const pool = new pg.Pool({
+    connectionString, max: poolSize, application_name: 'partner-api', Client: PreparingClient, keepAlive: true,
+    ...(connectTimeoutMs ? { connectionTimeoutMillis: connectTimeoutMs } : {}),
+    ...(queryTimeoutMs ? { statement_timeout: queryTimeoutMs, query_timeout: queryTimeoutMs + 1000 } : {}),
+  });
   // An idle connection that the server closes (restart, failover) must not crash the process: the
   // pool drops it and opens a new one on the next query.
   pool.on('error', (error) => {
@@ -68,9 +84,10 @@ async function ensureDatabaseExists(serverUrl: string, name: string): Promise<vo
 
 /**
  * The database named by DATABASE_URL, or the project's own embedded PostgreSQL (data under
- * DATA_DIR), migrated to the latest schema.
+ * DATA_DIR), migrated to the latest schema (without time limits: a migration may rewrite large
+ * tables). `serving` gives the pool the time limits of a server answering requests.
  */
-export async function openDatabase(config: Config, options: { poolSize?: number } = {}): Promise<OpenedDatabase> {
+export async function openDatabase(config: Config, options: { poolSize?: number; serving?: boolean } = {}): Promise<OpenedDatabase> {
   let connectionString = config.databaseUrl;
   let stopEmbedded = async () => undefined as void;
   if (connectionString === null) {
@@ -82,14 +99,17 @@ export async function openDatabase(config: Config, options: { poolSize?: number 
     await ensureDatabaseExists(embedded.serverUrl, applicationDatabaseName);
     connectionString = serverUrlFor(config.embeddedPostgresPort, applicationDatabaseName);
   }
-  const db = createDb(connectionString, options.poolSize);
+  const migrating = createDb(connectionString, { poolSize: 1 });
   try {
-    await migrateToLatest(db);
+    await migrateToLatest(migrating).finally(() => migrating.destroy());
   } catch (error) {
-    await db.destroy();
     await stopEmbedded();
     throw error;
   }
+  const db = createDb(connectionString, {
+    poolSize: options.poolSize,
+    ...(options.serving ? { connectTimeoutMs: config.databaseConnectTimeoutMs, queryTimeoutMs: config.databaseQueryTimeoutMs } : {}),
+  });
   return {
     db,
     connectionString,

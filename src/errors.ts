@@ -3,8 +3,12 @@
  * status and a French sentence. Handlers throw `ApiError`; `src/error-handler.ts` renders it.
  */
 const errorCatalogue = {
+  bad_request: { status: 400, message: 'Requête HTTP mal formée.' },
+  invalid_url: { status: 400, message: 'Adresse invalide : un encodage « %XX » est incorrect.' },
   invalid_parameter: { status: 400, message: 'Paramètre invalide.' },
   invalid_body: { status: 400, message: 'Corps de la requête invalide.' },
+  invalid_json: { status: 400, message: 'Corps de la requête invalide : ce n’est pas un JSON valide.' },
+  body_missing: { status: 400, message: 'Corps de la requête manquant : envoyez un objet JSON avec « Content-Type: application/json ».' },
   unknown_programme: { status: 400, message: 'Programme inconnu dans votre organisation.' },
   invalid_email: { status: 400, message: 'Adresse électronique invalide.' },
   learner_identifier_missing: { status: 400, message: 'Indiquez le paramètre « email » ou « user_id » de l’apprenant.' },
@@ -18,11 +22,17 @@ const errorCatalogue = {
   unknown_learner: { status: 404, message: 'Apprenant inconnu dans votre organisation.' },
   route_not_found: { status: 404, message: 'Adresse inconnue.' },
   method_not_allowed: { status: 405, message: 'Méthode non autorisée sur cette adresse.' },
+  request_timeout: { status: 408, message: 'La requête n’a pas été reçue en entier à temps.' },
   already_member: { status: 409, message: 'Cet apprenant est déjà membre de votre organisation.' },
   no_licence_available: { status: 409, message: 'Aucune licence disponible dans votre organisation.' },
   insufficient_licences: { status: 409, message: 'Licences disponibles insuffisantes pour ce lot : personne n’a été inscrit.' },
+  body_too_large: { status: 413, message: 'Corps de la requête trop volumineux.' },
+  uri_too_long: { status: 414, message: 'Adresse trop longue.' },
+  unsupported_media_type: { status: 415, message: 'Type de contenu non pris en charge : envoyez « Content-Type: application/json ».' },
   rate_limited: { status: 429, message: 'Trop de requêtes : limite de débit atteinte.' },
+  headers_too_large: { status: 431, message: 'En-têtes de la requête trop volumineux (16 Kio au plus, adresse comprise).' },
   internal: { status: 500, message: 'Erreur interne du serveur. Réessayez plus tard ; si le problème persiste, contactez le support en citant l’en-tête X-Request-Id de la réponse.' },
+  service_unavailable: { status: 503, message: 'Service momentanément indisponible : réessayez dans quelques secondes (en-tête Retry-After).' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;
@@ -42,6 +52,14 @@ export class ApiError extends Error {
     this.name = 'ApiError';
     this.statusCode = errorCatalogue[code].status;
   }
+}
+
+/** Seconds a client should wait before trying again after a 503. */
+export const retryAfterUnavailableSeconds = 5;
+
+/** A 503 with its Retry-After: the database does not answer, the answer is late, or the server is stopping. */
+export function serviceUnavailable(message: string): ApiError {
+  return new ApiError('service_unavailable', message, {}, { 'Retry-After': retryAfterUnavailableSeconds });
 }
 
 export function errorBody(error: ApiError): Record<string, unknown> {

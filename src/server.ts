@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify';
 import { buildApp, apiPrefix } from './app';
 import { loadConfig } from './config';
 import { openDatabase } from './database';
@@ -5,16 +6,44 @@ import { deleteIdleBuckets } from '../db/api-keys';
 import { seedDemoOnFirstStart } from './demo';
 import { startWebhookDelivery } from './webhooks/worker';
 
+/**
+ * Stops accepting connections, lets the requests in flight finish, closes keep-alive connections
+ * as they fall idle, and past `deadlineMs` closes whatever is left (a client that stopped reading,
+ * an export still going): a stop never outlasts an orchestrator's grace period.
+ */
+async function closeWithin(app: FastifyInstance, deadlineMs: number): Promise<void> {
+  const closed = app.close();
+  const reaper = setInterval(() => app.server.closeIdleConnections(), 100);
+  let timer: NodeJS.Timeout | undefined;
+  const late = await Promise.race([
+    closed.then(() => false),
+    new Promise<boolean>((resolve) => { timer = setTimeout(resolve, deadlineMs, true); }),
+  ]);
+  if (late) {
+    app.log.warn({ deadlineMs }, 'arrêt : des connexions étaient encore ouvertes au terme du délai, elles sont fermées');
+    app.server.closeAllConnections();
+    await closed;
+  }
+  clearTimeout(timer);
+  clearInterval(reaper);
+}
+
 /** `make run` / `npm start`: database (embedded unless DATABASE_URL), migrations, demo, server. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const database = await openDatabase(config, { poolSize: 20 });
+  const database = await openDatabase(config, { poolSize: 20, serving: true });
   const demo = await seedDemoOnFirstStart(database.db, config);
   const app = await buildApp({ config, db: database.db });
-  const webhooks = await startWebhookDelivery({ connectionString: database.connectionString, db: database.db, config, log: app.log });
+  const webhooks = await startWebhookDelivery({
+    connectionString: database.connectionString, db: database.db, config, log: app.log,
+    onAttempts: (succeeded, failed) => {
+      app.metrics.webhookAttempts.inc({ outcome: 'succeeded' }, succeeded);
+      app.metrics.webhookAttempts.inc({ outcome: 'failed' }, failed);
+    },
+  });
 
   const sweeper = setInterval(() => {
-    deleteIdleBuckets(database.db, config.rateLimitWindowSeconds).catch((error) => app.log.warn({ err: error }, 'nettoyage des fenêtres de débit'));
+    deleteIdleBuckets(database.db, config.rateLimitWindowSeconds).catch((error) => app.log.warn({ err: { message: error.message } }, 'nettoyage des compteurs de débit'));
   }, 60_000);
   sweeper.unref();
 
@@ -22,11 +51,15 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    app.log.info(`${signal} reçu : arrêt propre`);
+    const started = Date.now();
+    app.log.info(`${signal} reçu : arrêt propre (au plus ${Math.ceil(config.shutdownTimeoutMs / 1000)} s pour les requêtes en cours)`);
+    app.startDraining();
     clearInterval(sweeper);
-    await app.close();
-    await webhooks.stop();
+    await closeWithin(app, config.shutdownTimeoutMs);
+    // The webhook attempts in flight get what is left of the deadline, and at least a second.
+    await webhooks.stop(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - started)));
     await database.close();
+    app.log.info('arrêté');
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

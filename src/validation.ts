@@ -9,8 +9,9 @@ import type { FastifySchemaCompiler } from 'fastify';
  * never becomes `"12"`, and an unknown field is an error, not silently dropped.
  */
 function createAjv(coerceTypes: boolean): Ajv2020 {
-  // strict: false lets `example`, `examples` and `x-*` keywords of the document through.
-  const ajv = new Ajv2020({ strict: false, coerceTypes, useDefaults: true, removeAdditional: false, allErrors: false });
+  // strict: false lets `example`, `examples` and `x-*` keywords of the document through; verbose
+  // keeps the failing schema on each error, for its `x-pattern-description`.
+  const ajv = new Ajv2020({ strict: false, coerceTypes, useDefaults: true, removeAdditional: false, allErrors: false, verbose: true });
   addFormats(ajv);
   return ajv;
 }
@@ -63,7 +64,11 @@ function describe(error: ErrorObject): string {
     case 'enum': return `doit valoir l’une des valeurs suivantes : ${(p.allowedValues as unknown[]).join(', ')}`;
     case 'const': return `doit valoir ${JSON.stringify(p.allowedValue)}`;
     case 'format': return `doit être ${formatNames[p.format] ?? `au format ${p.format}`}`;
-    case 'pattern': return 'n’a pas le format attendu';
+    case 'pattern': {
+      // The document says in words what a pattern means (`x-pattern-description`), when it can.
+      const meaning = (error.parentSchema as Record<string, unknown> | undefined)?.['x-pattern-description'];
+      return typeof meaning === 'string' ? `doit être ${meaning}` : 'n’a pas le format attendu';
+    }
     case 'minLength': return `doit contenir au moins ${p.limit} caractère(s)`;
     case 'maxLength': return `doit contenir au plus ${p.limit} caractères`;
     case 'minItems': return `doit contenir au moins ${p.limit} élément(s)`;

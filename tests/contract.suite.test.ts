@@ -82,12 +82,10 @@ async function checkCase(target: Target, testCase: ContractCase) {
   expect(response.status, label).toBe(testCase.status);
   const contentType = response.headers.get('content-type') ?? '';
   if (testCase.status === 405) {
-    // Prism answers undeclared methods with its own problem+json; the server's body is ours.
-    if (target.kind !== 'mock') {
-      expect(response.headers.get('allow'), label).toBe('GET, POST, HEAD');
-      expect(Object.keys(await response.json() as object), label).toEqual(['error']);
-    }
-    return;
+    // Prism answers methods the document has no operation for with its own problem+json; the
+    // server answers with the 405 every operation declares, and says what is allowed.
+    if (target.kind === 'mock') return;
+    expect(response.headers.get('allow'), label).toBe('GET, POST');
   }
   const mediaType = testCase.mediaType ?? 'application/json';
   expect(contentType, label).toContain(mediaType);

@@ -77,7 +77,7 @@ describe('counting requests of a key', () => {
 
   it('prepares the key statement once per connection', async () => {
     const { readKey } = await createOrgWithKeys(database.db);
-    const db = createDb(database.url, 1);
+    const db = createDb(database.url, { poolSize: 1 });
     try {
       for (let i = 0; i < 3; i += 1) await findKeyAndCountRequests(db, hashApiKey(readKey), 1, 120, 60);
       const prepared = await sql<{ name: string; executions: number }>`
@@ -132,7 +132,7 @@ describe('rows of an export, read ahead', () => {
 
   it('gives its connection back when the reader stops early, with a read still in flight', async () => {
     // One connection only: had the cursor kept it, the next query would wait for ever.
-    const db = createDb(database.url, 1);
+    const db = createDb(database.url, { poolSize: 1 });
     try {
       for (let i = 0; i < 3; i += 1) {
         for await (const chunk of streamRowChunks(db, numbers(db), null)) {

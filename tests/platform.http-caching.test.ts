@@ -54,6 +54,6 @@ describe('conditional requests for polling', () => {
     expect(match).not.toBeNull();
     expect(Number(match![1])).toBe(remaining);
     expect(Number(match![2])).toBeGreaterThanOrEqual(1);
-    expect(Number(match![2])).toBeLessThanOrEqual(60);
+    expect(Number(match![2])).toBeLessThanOrEqual(61);
   });
 });

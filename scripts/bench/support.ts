@@ -27,7 +27,7 @@ export async function openBenchDatabase(name = 'bench'): Promise<BenchDatabase> 
   await admin.query(`create database ${database}`);
   const url = new URL(serverUrl);
   url.pathname = `/${database}`;
-  const db = createDb(url.toString(), 10);
+  const db = createDb(url.toString(), { poolSize: 10 });
   await migrateToLatest(db);
   return {
     db,

@@ -37,7 +37,7 @@ await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`;
 
 // The producers' own pool: the open loop keeps many transactions in flight at once.
-const producers = createDb(database.url, 30);
+const producers = createDb(database.url, { poolSize: 30 });
 const org = await createOrganisation(database.db, { name: 'Banc d’essai webhooks', allowedEmailDomains: [] });
 await installDeliveryQueue(database.db);
 await createEndpoint(database.db, { orgId: org.id, url: receiverUrl, secret: generateWebhookSecret(), eventTypes: ['learner.enrolled'] });

@@ -22,10 +22,22 @@ export interface WebhookDeliveryOptions {
   /** Parallel pollers; each handles a batch of deliveries at once. */
   workers?: number;
   batchSize?: number;
+  /** Counts the attempts by outcome (the server's metrics). */
+  onAttempts?: (succeeded: number, failed: number) => void;
 }
 
 export interface WebhookDelivery {
-  stop(): Promise<void>;
+  /** Stops polling; attempts in flight get at most `timeoutMs` to finish and be recorded. */
+  stop(timeoutMs?: number): Promise<void>;
+}
+
+/** Waits between attempts to LISTEN again after the connection dropped (the database restarting). */
+const relistenDelaysMs = [250, 500, 1000, 2000, 5000];
+
+/** What a log needs of a database error (pg's own error objects carry the whole client). */
+function briefly(error: unknown): { message: string; code?: string } {
+  const { message, code } = error as { message?: unknown; code?: unknown };
+  return { message: String(message ?? error), ...(typeof code === 'string' ? { code } : {}) };
 }
 
 /** Overdue deliveries nobody holds are queued again after this long (see requeueOverdueDeliveries). */
@@ -55,7 +67,12 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
     // The delivery rows are the record; finished jobs need not linger.
     archiveCompletedAfterSeconds: 3600, deleteAfterDays: 1,
   });
-  boss.on('error', (error) => log.warn({ err: error }, 'webhooks : erreur de la file pg-boss'));
+  let stopped = false;
+  // While stopping, the queue's connections close under it: expected, not worth a warning.
+  boss.on('error', (error) => {
+    if (stopped) log.debug({ err: briefly(error) }, 'webhooks : erreur de la file pg-boss pendant l’arrêt');
+    else log.warn({ err: briefly(error) }, 'webhooks : erreur de la file pg-boss');
+  });
   await boss.start();
   await boss.createQueue(deliveryQueue, { name: deliveryQueue, ...deliveryQueueOptions });
 
@@ -84,6 +101,7 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
     await recordAttempts(db, attempts, policy);
     if (attempts.length > 0) {
       const delivered = attempts.filter((a) => a.outcome.succeeded).length;
+      options.onAttempts?.(delivered, attempts.length - delivered);
       log.debug({ webhookAttempts: attempts.length, delivered, failed: attempts.length - delivered }, 'webhooks : lot de tentatives');
     }
     // A full batch means more is waiting: fetch again now instead of after the polling interval.
@@ -96,39 +114,62 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
   }
   const wakeAll = () => workerIds.forEach((id) => boss.notifyWorker(id));
 
-  // One connection LISTENs for committed deliveries; if it drops, polling still delivers.
+  // One connection LISTENs for committed deliveries. When it drops (the database restarting), it is
+  // opened again, as soon as the database answers; meanwhile polling still delivers.
   let listener: pg.Client | null = null;
-  let stopped = false;
-  const listen = async () => {
-    const client = new pg.Client({ connectionString: options.connectionString, application_name: 'partner-api-webhooks-listen' });
+  const listenOnce = async () => {
+    const client = new pg.Client({
+      connectionString: options.connectionString, application_name: 'partner-api-webhooks-listen', keepAlive: true, connectionTimeoutMillis: 5_000,
+    });
     client.on('notification', wakeAll);
     client.on('error', (error) => {
-      log.warn({ err: error }, 'webhooks : écoute des notifications interrompue');
+      if (listener !== client) return;
       listener = null;
       client.end().catch(() => undefined);
-      if (!stopped) setTimeout(() => void listen().catch(() => undefined), 5_000).unref();
+      if (stopped) return;
+      log.warn({ err: briefly(error) }, 'webhooks : écoute des notifications interrompue, reprise dès que la base répond');
+      void listen();
     });
-    await client.connect();
-    await client.query(`listen ${deliveryChannel}`);
+    try {
+      await client.connect();
+      await client.query(`listen ${deliveryChannel}`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
     if (stopped) await client.end();
     else listener = client;
   };
-  await listen();
+  const listen = async () => {
+    for (let attempt = 0; !stopped && listener === null; attempt += 1) {
+      try {
+        await listenOnce();
+        if (attempt > 0) log.info({ attempts: attempt + 1 }, 'webhooks : écoute des notifications rétablie');
+      } catch (error) {
+        if (attempt === 0) log.warn({ err: briefly(error) }, 'webhooks : écoute des notifications impossible pour l’instant');
+        await new Promise((resolve) => setTimeout(resolve, relistenDelaysMs[Math.min(attempt, relistenDelaysMs.length - 1)]).unref());
+      }
+    }
+  };
+  await listenOnce();
 
   const sweeper = setInterval(() => {
     requeueOverdueDeliveries(db, { graceSeconds: sweepGraceSeconds, limit: 1000 })
       .then((count) => { if (count > 0) log.info({ count }, 'webhooks : livraisons en retard remises en file'); })
-      .catch((error) => log.warn({ err: error }, 'webhooks : balayage des livraisons en retard'));
+      .catch((error) => log.warn({ err: briefly(error) }, 'webhooks : balayage des livraisons en retard'));
   }, sweepEveryMs);
   sweeper.unref();
 
   return {
-    async stop() {
+    async stop(timeoutMs = config.webhookTimeoutMs + 5_000) {
       stopped = true;
       clearInterval(sweeper);
-      await listener?.end().catch(() => undefined);
-      // Attempts in flight finish (and are recorded) before the connections close.
-      await boss.stop({ graceful: true, wait: true, timeout: config.webhookTimeoutMs + 5_000 });
+      const closing = listener;
+      listener = null;
+      await closing?.end().catch(() => undefined);
+      // Attempts in flight finish (and are recorded) before the connections close, within the time
+      // given; one cut short is simply attempted again (its lease runs out, the sweep queues it).
+      await boss.stop({ graceful: true, wait: true, timeout: Math.max(1, timeoutMs) });
     },
   };
 }

@@ -19,7 +19,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   await admin.end();
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const db = createDb(url.toString(), 20);
+  const db = createDb(url.toString(), { poolSize: 20 });
   return {
     db,
     url: url.toString(),

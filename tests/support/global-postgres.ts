@@ -25,7 +25,7 @@ export default async function setup(project: TestProject) {
   await admin.query(`create database ${templateDatabase}`);
   const templateUrl = new URL(serverUrl);
   templateUrl.pathname = `/${templateDatabase}`;
-  const db = createDb(templateUrl.toString(), 2);
+  const db = createDb(templateUrl.toString(), { poolSize: 2 });
   await migrateToLatest(db);
   await db.destroy();
 

@@ -1,0 +1,37 @@
+import { sql } from 'kysely';
+import type { FastifyInstance } from 'fastify';
+import type { DB } from './database';
+import { sendApiError } from './error-handler';
+import { serviceUnavailable } from './errors';
+import type { Metrics } from './metrics';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A route for operators and load balancers (health, metrics): no key, no rate limit, not counted. */
+    operational?: boolean;
+  }
+}
+
+/** How long readiness waits for the database before it says no. */
+const readinessProbeMs = 1000;
+
+/**
+ * The routes of the people who run the server, outside the API (no key, no rate limit):
+ * `/livez` (the process answers), `/readyz` (it can serve: the database answers and it is not
+ * stopping; otherwise 503, so a load balancer sends requests elsewhere) and `/metrics` (Prometheus).
+ */
+export function registerHealthRoutes(app: FastifyInstance, parts: { db: DB; isDraining: () => boolean; metrics: Metrics }): void {
+  const config = { operational: true };
+  app.get('/livez', { config }, async () => ({ statut: 'en vie' }));
+  app.get('/readyz', { config }, async (_request, reply) => {
+    if (parts.isDraining()) return sendApiError(reply, serviceUnavailable('Pas prêt : le serveur s’arrête.'));
+    const answered = await Promise.race([
+      sql`select 1`.execute(parts.db).then(() => true, () => false),
+      new Promise<boolean>((resolve) => setTimeout(resolve, readinessProbeMs, false).unref()),
+    ]);
+    if (!answered) return sendApiError(reply, serviceUnavailable('Pas prêt : la base de données ne répond pas.'));
+    return { statut: 'prêt' };
+  });
+  app.get('/metrics', { config }, async (_request, reply) =>
+    reply.type(parts.metrics.registry.contentType).send(await parts.metrics.registry.metrics()));
+}

@@ -1,0 +1,231 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { Agent, request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrateToLatest } from '../db/migrate';
+import { createDb, type DB } from '../src/database';
+import { type RunningPostgres, serverUrlFor, startEmbeddedPostgres } from '../src/embedded-postgres';
+import { createTestDatabase, type TestDatabase } from './support/database';
+import { addLearner, createKey, createOrgWithKeys } from './support/factories';
+import { seededOrganisation } from './support/learning-factories';
+import { freePort } from './support/ports';
+import { projectRoot, type ServerProcess, startServerProcess } from './support/server-process';
+
+// Fault drills through real processes: PostgreSQL stopped, restarted and frozen under a running
+// server, a server stopped (SIGTERM) with connections that will not end by themselves, and the
+// operator commands writing more than a pipe holds.
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function call(server: ServerProcess, key: string | null, path = '/users?limit=1') {
+  const started = Date.now();
+  // The operators' routes are at the root, the API below /v1.
+  const url = /^\/(livez|readyz|metrics)/.test(path) ? server.baseUrl.replace(/\/v1$/, '') + path : server.baseUrl + path;
+  const response = await fetch(url, { headers: key ? { authorization: `Bearer ${key}` } : {} });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null, ms: Date.now() - started };
+}
+
+/** Calls until `accept` holds (or the time is up): the first answer that does. */
+async function until(action: () => Promise<{ status: number }>, accept: (answer: { status: number }) => boolean, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const answer = await action().catch((error) => ({ status: -1, error }));
+    if (accept(answer) || Date.now() > deadline) return answer;
+    await sleep(200);
+  }
+}
+
+describe('PostgreSQL stopped, restarted and frozen under a running server', () => {
+  let dataDir: string;
+  let port: number;
+  let cluster: RunningPostgres;
+  let db: DB;
+  let server: ServerProcess;
+  let key: string;
+  const databaseName = 'faults';
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'partner-api-faults-pg-'));
+    await chmod(dataDir, 0o755);
+    port = await freePort();
+    cluster = await startEmbeddedPostgres({ databaseDir: path.join(dataDir, 'data'), port, persistent: true });
+    const admin = new pg.Client({ connectionString: cluster.serverUrl });
+    await admin.connect();
+    await admin.query(`create database ${databaseName}`);
+    await admin.end();
+    db = createDb(serverUrlFor(port, databaseName), { poolSize: 2 });
+    await migrateToLatest(db);
+    const org = await createOrgWithKeys(db);
+    key = org.readKey;
+    await addLearner(db, org.orgId, { email: 'claire@exemple.fr' });
+    server = await startServerProcess(serverUrlFor(port, databaseName), {
+      DB_CONNECT_TIMEOUT_MS: '1000', DB_QUERY_TIMEOUT_MS: '1500', REQUEST_TIMEOUT_MS: '5000', LOG_LEVEL: 'warn',
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+    await db?.destroy();
+    await cluster?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  const listening = async () => (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+    where application_name = 'partner-api-webhooks-listen' and query ilike 'listen %'`.execute(db)).rows[0]!.n;
+
+  it('answers 503 with Retry-After within seconds while PostgreSQL is down, and serves again, LISTEN included, once it is back', async () => {
+    expect((await call(server, key)).status).toBe(200);
+    expect(await listening()).toBe(1);
+
+    await db.destroy();
+    await cluster.stop();
+    const down = await call(server, key);
+    expect(down.status).toBe(503);
+    expect(Number(down.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(down.body).toEqual({ error: expect.stringMatching(/base de données/) });
+    expect(down.ms).toBeLessThan(4000);
+    expect((await call(server, null, '/readyz')).status).toBe(503);
+    expect((await call(server, null, '/livez')).status).toBe(200);
+
+    cluster = await startEmbeddedPostgres({ databaseDir: path.join(dataDir, 'data'), port, persistent: true });
+    db = createDb(serverUrlFor(port, databaseName), { poolSize: 2 });
+    const back = await until(() => call(server, key), (answer) => answer.status === 200, 15_000);
+    expect(back.status).toBe(200);
+    expect((await call(server, null, '/readyz')).status).toBe(200);
+    // The webhook worker listens again, without a restart of the server.
+    const relistened = await until(async () => ({ status: await listening() }), (answer) => answer.status === 1, 15_000);
+    expect(relistened.status).toBe(1);
+    expect(server.child.exitCode).toBeNull();
+  }, 60_000);
+
+  it('answers 503 within seconds while PostgreSQL is frozen, and serves again when it thaws', async () => {
+    expect((await call(server, key)).status).toBe(200);
+    // The postmaster and every backend, stopped as a paused machine would be.
+    const postmaster = Number(readFileSync(path.join(dataDir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const children = (await new Promise<string>((resolve) => {
+      let out = '';
+      const ps = spawn('ps', ['-o', 'pid=', '--ppid', String(postmaster)]);
+      ps.stdout.on('data', (chunk) => { out += chunk; });
+      ps.on('close', () => resolve(out));
+    })).split('\n').map(Number).filter((pid) => pid > 0);
+    const frozen = [postmaster, ...children];
+    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+    try {
+      const answers = await Promise.all([call(server, key), call(server, key, '/summary')]);
+      for (const answer of answers) {
+        expect(answer.status).toBe(503);
+        expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(answer.ms).toBeLessThan(6000);
+      }
+      expect((await call(server, null, '/readyz')).status).toBe(503);
+    } finally {
+      for (const pid of frozen) process.kill(pid, 'SIGCONT');
+    }
+    const thawed = await until(() => call(server, key), (answer) => answer.status === 200, 15_000);
+    expect(thawed.status).toBe(200);
+    expect(server.child.exitCode).toBeNull();
+  }, 60_000);
+});
+
+describe('SIGTERM', () => {
+  let database: TestDatabase;
+  let readKey: string;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    // Enough data for an export that fills the socket buffers of a client that stops reading.
+    readKey = (await seededOrganisation(database.db, { name: 'Formations Export', learners: 1500, seed: 5 })).readKey;
+  }, 120_000);
+  afterAll(async () => {
+    await database.drop();
+  });
+
+  /** Sends SIGTERM and measures how long the process takes to exit, and with which code. */
+  async function terminate(server: ServerProcess): Promise<{ code: number | null; ms: number }> {
+    const started = Date.now();
+    const code = await server.stop('SIGTERM');
+    return { code, ms: Date.now() - started };
+  }
+
+  it('exits within the deadline, code 0, with an idle keep-alive connection and with a client that stopped reading', async () => {
+    const server = await startServerProcess(database.url, { SHUTDOWN_TIMEOUT_MS: '2000' });
+    const { hostname, port } = new URL(server.baseUrl);
+    // A finished request whose client keeps the connection open.
+    const agent = new Agent({ keepAlive: true });
+    await new Promise<void>((resolve, reject) => {
+      httpRequest({ host: hostname, port, path: '/v1/users?limit=1', agent, headers: { authorization: `Bearer ${readKey}` } }, (response) => {
+        response.resume();
+        response.on('end', resolve);
+      }).on('error', reject).end();
+    });
+    // A large export whose client reads nothing after the request.
+    const stalled = connect({ host: hostname, port: Number(port) });
+    await new Promise((resolve) => stalled.once('connect', resolve));
+    stalled.write(`GET /v1/quiz-answers?format=csv&year=2026 HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${readKey}\r\n\r\n`);
+    stalled.pause();
+    stalled.on('error', () => undefined);
+    await sleep(1500);
+
+    const { code, ms } = await terminate(server);
+    expect(code).toBe(0);
+    expect(ms).toBeLessThan(2000 + 4000);
+    expect(server.output()).toMatch(/fermées/);
+    agent.destroy();
+    stalled.destroy();
+  }, 60_000);
+
+  it('answers the requests in flight, refuses new ones on open connections with 503, and exits promptly when nothing holds it', async () => {
+    const server = await startServerProcess(database.url, { SHUTDOWN_TIMEOUT_MS: '10000' });
+    const inFlight = fetch(`${server.baseUrl}/quiz-answers?format=csv&year=2026`, { headers: { authorization: `Bearer ${readKey}` } })
+      .then(async (response) => ({ status: response.status, size: (await response.arrayBuffer()).byteLength }));
+    await sleep(100);
+    const { code, ms } = await terminate(server);
+    const finished = await inFlight;
+    expect(finished.status).toBe(200);
+    expect(finished.size).toBeGreaterThan(100_000);
+    expect(code).toBe(0);
+    expect(ms).toBeLessThan(10_000);
+  }, 60_000);
+});
+
+describe('operator commands', () => {
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await database.drop();
+  });
+
+  it('write their whole output into a pipe read slowly, well beyond 64 KiB, and exit 0', async () => {
+    const { orgId } = await createOrgWithKeys(database.db);
+    for (let i = 0; i < 700; i += 1) await createKey(database.db, orgId, ['read']);
+    // As the README runs it, into a pipe whose reader starts late (jq on a busy machine).
+    const child = spawn('bash', ['-c', `set -o pipefail; npm run --silent admin -- key list --org ${orgId} --json | (sleep 1; cat)`], {
+      cwd: projectRoot, env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // A reader that does not keep up: each chunk read, then a pause before the next.
+    const chunks: Buffer[] = [];
+    const read = new Promise<void>((resolve) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        child.stdout.pause();
+        setTimeout(() => child.stdout.resume(), 20);
+      });
+      child.stdout.on('end', resolve);
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    await read;
+    const output = Buffer.concat(chunks).toString('utf8');
+    expect(output.length).toBeGreaterThan(64 * 1024);
+    expect(JSON.parse(output).keys).toHaveLength(702);
+    expect(code).toBe(0);
+  }, 60_000);
+});
