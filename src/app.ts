@@ -55,7 +55,8 @@ export async function buildApp({ config, db, logStream, metrics = createMetrics(
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
-    trustProxy: false,
+    // Behind load balancers, their X-Forwarded-For gives the client address (TRUST_PROXY).
+    trustProxy: config.trustProxy as never, // a hop count is valid (Fastify docs), missing from its types
     // HEAD is not offered: the 405 lists what is (building a PDF or a page to throw it away helps nobody).
     exposeHeadRoutes: false,
     // Our own 503 while draining, in the one error shape.

@@ -22,6 +22,12 @@ export interface Config {
   readonly requestTimeoutMs: number;
   /** Longest a stopping server waits for the requests in flight before closing their connections. */
   readonly shutdownTimeoutMs: number;
+  /**
+   * The proxies whose X-Forwarded-For is believed (load balancers): their addresses or networks,
+   * or how many hops; false when clients connect directly. The client address limits calls
+   * without a valid key.
+   */
+  readonly trustProxy: string | number | false;
   readonly webhookRetryDelaysSeconds: readonly number[];
   readonly webhookTimeoutMs: number;
   readonly webhookDisableAfter: number;
@@ -43,6 +49,7 @@ interface RawEnvironment {
   DB_QUERY_TIMEOUT_MS: number;
   REQUEST_TIMEOUT_MS: number;
   SHUTDOWN_TIMEOUT_MS: number;
+  TRUST_PROXY: string;
   WEBHOOK_RETRY_DELAYS: string;
   WEBHOOK_TIMEOUT_MS: number;
   WEBHOOK_DISABLE_AFTER: number;
@@ -66,6 +73,7 @@ const environmentSchema = {
     DB_QUERY_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 5000 },
     REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 15000 },
     SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 10000 },
+    TRUST_PROXY: { type: 'string', pattern: '^(|\\d{1,2}|[0-9a-fA-F.:/]+(,[0-9a-fA-F.:/]+)*)$', default: '' },
     WEBHOOK_RETRY_DELAYS: { type: 'string', pattern: '^\\d+(\\.\\d+)?(,\\d+(\\.\\d+)?)*$', default: '60,600,3600,21600,86400' },
     WEBHOOK_TIMEOUT_MS: { type: 'integer', minimum: 1, default: 10000 },
     WEBHOOK_DISABLE_AFTER: { type: 'integer', minimum: 1, default: 50 },
@@ -95,6 +103,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     databaseQueryTimeoutMs: raw.DB_QUERY_TIMEOUT_MS,
     requestTimeoutMs: raw.REQUEST_TIMEOUT_MS,
     shutdownTimeoutMs: raw.SHUTDOWN_TIMEOUT_MS,
+    trustProxy: raw.TRUST_PROXY === '' ? false : /^\d+$/.test(raw.TRUST_PROXY) ? Number(raw.TRUST_PROXY) : raw.TRUST_PROXY,
     webhookRetryDelaysSeconds: Object.freeze(raw.WEBHOOK_RETRY_DELAYS.split(',').map(Number)),
     webhookTimeoutMs: raw.WEBHOOK_TIMEOUT_MS,
     webhookDisableAfter: raw.WEBHOOK_DISABLE_AFTER,

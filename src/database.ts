@@ -45,10 +45,16 @@ export interface PoolOptions {
    * waiting a second later, for a server that cannot even cancel (frozen, unreachable).
    */
   queryTimeoutMs?: number;
+  /** An idle connection the server closed (a restart): the pool drops it; this says so. */
+  onConnectionLost?: (error: Error) => void;
 }
 
+const reportOnStderr = (error: Error) => {
+  if (process.env.LOG_LEVEL !== 'silent') process.stderr.write(`[pg] connexion inactive perdue : ${error.message}\n`);
+};
+
 export function createDb(connectionString: string, options: PoolOptions = {}): DB {
-  const { poolSize = 10, connectTimeoutMs, queryTimeoutMs } = options;
+  const { poolSize = 10, connectTimeoutMs, queryTimeoutMs, onConnectionLost = reportOnStderr } = options;
   const pool = new pg.Pool({
     connectionString, max: poolSize, application_name: 'partner-api', Client: PreparingClient, keepAlive: true,
     ...(connectTimeoutMs ? { connectionTimeoutMillis: connectTimeoutMs } : {}),
@@ -56,9 +62,7 @@ export function createDb(connectionString: string, options: PoolOptions = {}): D
   });
   // An idle connection that the server closes (restart, failover) must not crash the process: the
   // pool drops it and opens a new one on the next query.
-  pool.on('error', (error) => {
-    if (process.env.LOG_LEVEL !== 'silent') process.stderr.write(`[pg] connexion inactive perdue : ${error.message}\n`);
-  });
+  pool.on('error', onConnectionLost);
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool, cursor: Cursor }) });
 }
 
@@ -87,7 +91,10 @@ async function ensureDatabaseExists(serverUrl: string, name: string): Promise<vo
  * DATA_DIR), migrated to the latest schema (without time limits: a migration may rewrite large
  * tables). `serving` gives the pool the time limits of a server answering requests.
  */
-export async function openDatabase(config: Config, options: { poolSize?: number; serving?: boolean } = {}): Promise<OpenedDatabase> {
+export async function openDatabase(
+  config: Config,
+  options: { poolSize?: number; serving?: boolean; onConnectionLost?: (error: Error) => void } = {},
+): Promise<OpenedDatabase> {
   let connectionString = config.databaseUrl;
   let stopEmbedded = async () => undefined as void;
   if (connectionString === null) {
@@ -108,6 +115,7 @@ export async function openDatabase(config: Config, options: { poolSize?: number;
   }
   const db = createDb(connectionString, {
     poolSize: options.poolSize,
+    onConnectionLost: options.onConnectionLost,
     ...(options.serving ? { connectTimeoutMs: config.databaseConnectTimeoutMs, queryTimeoutMs: config.databaseQueryTimeoutMs } : {}),
   });
   return {

@@ -31,9 +31,17 @@ async function closeWithin(app: FastifyInstance, deadlineMs: number): Promise<vo
 /** `make run` / `npm start`: database (embedded unless DATABASE_URL), migrations, demo, server. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const database = await openDatabase(config, { poolSize: 20, serving: true });
+  let stopping = false;
+  let log: { warn(object: object, message: string): void } | null = null;
+  const database = await openDatabase(config, {
+    poolSize: 20,
+    serving: true,
+    // While stopping, the database closing our connections is expected (Ctrl-C reaches both).
+    onConnectionLost: (error) => { if (!stopping) log?.warn({ err: { message: error.message } }, 'connexion inactive à la base perdue : elle sera rouverte'); },
+  });
   const demo = await seedDemoOnFirstStart(database.db, config);
   const app = await buildApp({ config, db: database.db });
+  log = app.log;
   const webhooks = await startWebhookDelivery({
     connectionString: database.connectionString, db: database.db, config, log: app.log,
     onAttempts: (succeeded, failed) => {
@@ -47,7 +55,6 @@ async function main(): Promise<void> {
   }, 60_000);
   sweeper.unref();
 
-  let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;

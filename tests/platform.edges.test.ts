@@ -223,4 +223,18 @@ describe('the operators’ routes', () => {
       await limited.close();
     }
   });
+
+  it('behind a trusted load balancer, limits calls without a valid key by the client address it forwards', async () => {
+    const behind = await buildTestApp(database.db, { rateLimitPerMinute: 2, trustProxy: '127.0.0.1' });
+    try {
+      const guess = (client: string) => behind.inject({ url: '/v1/summary', headers: { authorization: 'Bearer sk_live_devine', 'x-forwarded-for': client } });
+      expect((await guess('203.0.113.1')).statusCode).toBe(401);
+      expect((await guess('203.0.113.1')).statusCode).toBe(401);
+      expect((await guess('203.0.113.1')).statusCode).toBe(429);
+      // Another client behind the same balancer has its own budget.
+      expect((await guess('203.0.113.2')).statusCode).toBe(401);
+    } finally {
+      await behind.close();
+    }
+  });
 });
