@@ -4,8 +4,36 @@ import {
 } from './resources';
 import type { ResourceDefinition, ResourceFilter } from './resources/definition';
 import type { LearnerIdentity } from './learners';
-import type { ActivityReportData } from '../src/pdf/activity-report';
-import type { DB } from '../src/database';
+import type { components } from '../codegen/openapi';
+import type { DB } from './connection';
+
+type Schemas = components['schemas'];
+
+/**
+ * Everything the activity report shows, as the API's resources give it for one learner, one year
+ * and optionally one programme: the rows are the JSON resources' rows, so the PDF and the JSON
+ * cannot disagree.
+ */
+export interface ActivityReportData {
+  organisationName: string;
+  learner: { userId: string; email: string; name: string | null };
+  year: number;
+  programme: { slug: string; title: string } | null;
+  /** `YYYY-MM-DD HH:MM`, Paris time, as `meta.generated_at`. */
+  generatedAt: string;
+  /** The learner's `learners` row for the year (that resource ignores `programme`). */
+  summary: Schemas['LearnerRow'] | null;
+  enrollments: Schemas['EnrollmentRow'][];
+  logins: Schemas['LoginRow'][];
+  progress: Schemas['ProgressRow'][];
+  evaluations: Schemas['EvaluationRow'][];
+  quizAnswers: Schemas['QuizAnswerRow'][];
+  attendance: Schemas['AttendanceRow'][];
+  documents: Schemas['DocumentRow'][];
+  satisfaction: Schemas['SatisfactionRow'][];
+  tutoringRatings: Schemas['TutoringRatingRow'][];
+  lessonRatings: Schemas['LessonRatingRow'][];
+}
 
 export interface ActivityReportScope {
   orgId: string;

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
-import type { DB } from '../src/database';
-import { formatParisRfc3339 } from '../src/paris-time';
+import type { DB } from './connection';
+import { formatParisRfc3339 } from './paris-time';
 import { activateOnFirstLogin } from './activation';
-import { type EventLearner, recordEvent } from './events';
+import { type EventLearner, recordEvent } from './webhooks';
 
 /**
  * The live write paths of learner activity, each with the event it causes recorded in the same
@@ -207,7 +207,8 @@ export async function issueCertificate(db: DB, certificate: { orgId: string; mem
       orgId: certificate.orgId, type: 'programme.completed',
       data: {
         learner: await learnerOf(trx, certificate.orgId, certificate.membershipId), programme,
-        total_hours: issued.hours, completion_score: issued.completion_score,
+        // A certificate always has a completion score (a check of the table).
+        total_hours: issued.hours, completion_score: issued.completion_score!,
         attestation_issued_at: formatParisRfc3339(certificate.issuedAt),
       },
     });

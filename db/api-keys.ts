@@ -1,5 +1,5 @@
 import { CompiledQuery, sql } from 'kysely';
-import type { DB } from '../src/database';
+import type { DB } from './connection';
 import type { ApiScope } from './tables';
 
 export interface KeyLookup {

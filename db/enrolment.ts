@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { DB } from '../src/database';
-import { recordEvent } from './events';
+import type { DB } from './connection';
+import { recordEvent } from './webhooks';
 import { parisDate } from './render';
 import type { LicenceType } from './tables';
 

@@ -1,4 +1,4 @@
-import type { DB } from '../src/database';
+import type { DB } from './connection';
 
 export interface LearnerIdentity {
   membershipId: string;

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { DB } from '../src/database';
+import type { DB } from './connection';
 import type { LicenceType } from './tables';
 
 export async function createOrganisation(db: DB, organisation: { name: string; allowedEmailDomains: string[] }) {

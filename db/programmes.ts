@@ -1,4 +1,4 @@
-import type { DB } from '../src/database';
+import type { DB } from './connection';
 
 /** The id of the organisation's programme with that slug, or null. */
 export async function findProgrammeId(db: DB, orgId: string, slug: string): Promise<string | null> {

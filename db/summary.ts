@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { DB } from '../src/database';
+import type { DB } from './connection';
 
 export interface Summary {
   utilisateurs: { total: number; actifs: number };

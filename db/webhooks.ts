@@ -1,102 +1,170 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
-import type { DB } from '../src/database';
-import { queueDeliveryJobs } from '../src/webhooks/job-queue';
-import type { AttemptOutcome } from '../src/webhooks/http-post';
-import { type EventType, recordEvent } from './events';
+import { CompiledQuery, type Expression, type RawBuilder, sql } from 'kysely';
+import PgBoss from 'pg-boss';
+import type { components, webhooks } from '../codegen/openapi';
+import type { DB } from './connection';
+import { parisRfc3339 } from './render';
 import type { DeliveryStatus } from './tables/webhooks';
 
-/** How long the previous secret keeps signing after a rotation. */
-export const previousSecretValiditySeconds = 24 * 60 * 60;
+/*
+ * Events and their webhook deliveries: all the SQL of the capability, in the order data flows.
+ *   1. Record the event, in the transaction of the data change that causes it, and fan it out
+ *      into one delivery per subscribed endpoint, its body built once.
+ *   2. Queue the deliveries' jobs (pg-boss) in that same transaction, and wake the workers at commit.
+ *   3. Claim the due deliveries: the worker (src/webhooks/worker.ts) takes their lease, signs and
+ *      POSTs them (src/webhooks/signature.ts, src/webhooks/http-post.ts)...
+ *   4. ...and records the attempts: delivered, retried on the schedule, or dead; endpoints that
+ *      keep failing are disabled. Deliveries whose job was lost are queued again.
+ * Then the operators' side (scripts/commands/webhook.ts): endpoints, the test ping, replay, the log.
+ */
 
 // ---------------------------------------------------------------------------------------------
-// Endpoints
+// 1. Record the event
 
-const endpointListing = [
-  'id', 'org_id', 'url', 'event_types', 'enabled', 'consecutive_failures', 'disabled_at', 'disabled_reason',
-  'previous_secret_expires_at', 'created_at',
-] as const;
+/** The event types of the contract (its `webhooks` section). */
+export type EventType = keyof webhooks;
 
-export async function createEndpoint(db: DB, endpoint: { orgId: string; url: string; secret: string; eventTypes: readonly string[] }) {
-  return db.insertInto('webhook_endpoints')
-    .values({ org_id: endpoint.orgId, url: endpoint.url, secret: endpoint.secret, event_types: [...endpoint.eventTypes] })
-    .returning(endpointListing)
-    .executeTakeFirstOrThrow();
-}
+/** The `data` of an event of this type, as the contract's `webhooks` section defines it. */
+export type EventData<T extends EventType> = NonNullable<webhooks[T]['post']['requestBody']>['content']['application/json']['data'];
 
-/** Endpoints of an organisation, without their secrets. */
-export async function listEndpoints(db: DB, orgId: string) {
-  return db.selectFrom('webhook_endpoints').select(endpointListing)
-    .where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute();
-}
+/** The `learner` object every event's data carries. */
+export type EventLearner = components['schemas']['WebhookLearner'];
 
-export async function findEndpoint(db: DB, id: string) {
-  return (await db.selectFrom('webhook_endpoints').select(endpointListing).where('id', '=', id).executeTakeFirst()) ?? null;
-}
+/** The event types an endpoint can subscribe to; `ping` goes only to the endpoint being tested. */
+export const subscribableEventTypes = [
+  'quiz.completed', 'course.started', 'programme.completed', 'learner.enrolled', 'learner.activated', 'satisfaction.submitted',
+] as const satisfies readonly EventType[];
 
-/** The operator disables an endpoint: nothing is attempted, pending deliveries are kept. */
-export async function disableEndpoint(db: DB, id: string) {
-  return (await db.updateTable('webhook_endpoints')
-    .set({ enabled: false, disabled_at: sql`coalesce(disabled_at, now())`, disabled_reason: sql`coalesce(disabled_reason, 'operator')` })
-    .where('id', '=', id)
-    .returning(endpointListing)
-    .executeTakeFirst()) ?? null;
+export interface RecordedEvent {
+  id: string;
+  created_at: Date;
+  /** The webhook body of this event, byte for byte what every endpoint receives. */
+  body: string;
 }
 
 /**
- * (Re-)enables an endpoint with a fresh failure count, and wakes its pending deliveries up: each at
- * its own due time (a retry planned in 6 h stays in 6 h), overdue ones at once.
+ * The body of every delivery of an event, built once, in SQL, in the statement that records the
+ * event (its id and `created_at` come from the database): `{"id","type","created_at","data"}`, with
+ * `data` exactly as the caller serialised it (its keys in the caller's order). The same bytes go to
+ * every endpoint and on every attempt, so that a receiver's signature check always matches.
  */
-export async function enableEndpoint(db: DB, id: string) {
-  return db.transaction().execute(async (trx) => {
-    const endpoint = await trx.updateTable('webhook_endpoints')
-      .set({ enabled: true, consecutive_failures: 0, disabled_at: null, disabled_reason: null })
-      .where('id', '=', id)
-      .returning(endpointListing)
-      .executeTakeFirst();
-    if (!endpoint) return null;
-    const pending = await trx.selectFrom('webhook_deliveries')
-      .select(['id', sql<number>`greatest(0, extract(epoch from next_attempt_at - now()))::float8`.as('startAfterSeconds')])
-      .where('endpoint_id', '=', id).where('status', '=', 'pending')
-      .execute();
-    for (let start = 0; start < pending.length; start += 1000) await queueDeliveryJobs(trx, pending.slice(start, start + 1000));
-    return { ...endpoint, resumed_deliveries: pending.length };
-  });
+function eventBodySql(event: {
+  id: Expression<unknown> | RawBuilder<unknown>;
+  type: Expression<unknown> | RawBuilder<unknown>;
+  createdAt: Expression<unknown> | RawBuilder<unknown>;
+  dataJson: string;
+}): RawBuilder<string> {
+  return sql<string>`('{"id":' || to_json(${event.id}::text)::text || ',"type":' || to_json(${event.type}::text)::text
+    || ',"created_at":' || to_json(${parisRfc3339(event.createdAt)})::text || ',"data":' || ${event.dataJson}::text || '}')`;
 }
-
-/** A new current secret; the old one keeps signing for 24 hours. */
-export async function rotateEndpointSecret(db: DB, id: string, newSecret: string) {
-  return (await db.updateTable('webhook_endpoints')
-    .set({
-      previous_secret: sql`secret`,
-      previous_secret_expires_at: sql`now() + make_interval(secs => ${previousSecretValiditySeconds})`,
-      secret: newSecret,
-    })
-    .where('id', '=', id)
-    .returning(endpointListing)
-    .executeTakeFirst()) ?? null;
+/**
+ * Records an event and queues one webhook delivery per enabled endpoint of the organisation that
+ * subscribes to its type. Call it with the transaction of the data change that causes the event, so
+ * that there is never an event (nor a delivery) without its data, nor a committed change without its
+ * event. Given a plain connection, it opens a transaction of its own for the event and its deliveries.
+ *
+ * One statement records the event, builds its body and fans it out to the endpoints (and asks, for
+ * the commit, to wake the delivery workers up); a second queues the deliveries' jobs, if any.
+ */
+export async function recordEvent<T extends EventType>(trx: DB, event: { orgId: string; type: T; data: EventData<T> }): Promise<RecordedEvent> {
+  if (!trx.isTransaction) return trx.transaction().execute((own) => recordEvent<T>(own, event));
+  const dataJson = JSON.stringify(event.data);
+  const { rows: [recorded] } = await sql<RecordedEvent & { delivery_ids: string[] }>`
+    with recorded as (
+      insert into events (org_id, type, data) values (${event.orgId}, ${event.type}, ${dataJson}::jsonb)
+      returning id, type, created_at
+    ), envelope as (
+      select id, created_at, ${eventBodySql({ id: sql.ref('id'), type: sql.ref('type'), createdAt: sql.ref('created_at'), dataJson })} as body
+      from recorded
+    ), deliveries as (
+      insert into webhook_deliveries (event_id, endpoint_id, body)
+      select envelope.id, endpoint.id, envelope.body
+      from envelope join webhook_endpoints endpoint
+        on endpoint.org_id = ${event.orgId} and endpoint.enabled and ${event.type} = any(endpoint.event_types)
+      returning id
+    )
+    select envelope.id, envelope.created_at, envelope.body, array(select id from deliveries) as delivery_ids,
+      (select count(pg_notify(${deliveryChannel}, '')) from (select from deliveries limit 1) as some_delivery) as woken
+    from envelope`.execute(trx);
+  const { delivery_ids: deliveryIds, ...result } = recorded!;
+  await queueDeliveryJobs(trx, deliveryIds.map((id) => ({ id })), { wake: false });
+  return result;
 }
-
 // ---------------------------------------------------------------------------------------------
-// Deliveries: created with their event, then attempted by the worker (src/webhooks/worker.ts)
+// 2. Queue the deliveries' jobs
 
-/** The test button: a signed `ping` event for this endpoint only, queued like any delivery. */
-export async function queuePing(db: DB, endpointId: string) {
-  return db.transaction().execute(async (trx) => {
-    const endpoint = await trx.selectFrom('webhook_endpoints').select(['id', 'org_id', 'enabled'])
-      .where('id', '=', endpointId).executeTakeFirst();
-    if (!endpoint) return null;
-    const event = await recordEvent(trx, {
-      orgId: endpoint.org_id, type: 'ping',
-      data: { learner: null, endpoint_id: endpoint.id, message: 'Ceci est un événement de test.' },
-    });
-    const delivery = await trx.insertInto('webhook_deliveries')
-      .values({ event_id: event.id, endpoint_id: endpoint.id, body: event.body })
-      .returning('id').executeTakeFirstOrThrow();
-    await queueDeliveryJobs(trx, [delivery]);
-    return { eventId: event.id, deliveryId: delivery.id, endpointEnabled: endpoint.enabled };
-  });
+/*
+ * The pg-boss side of deliveries. A job carries only a delivery id and says "look at this delivery
+ * at this time": the `webhook_deliveries` row says what to send and whether it is still due, and
+ * its lease says who may send it. So a duplicate or late job is harmless, and a missing one is
+ * recreated by the worker's sweep.
+ */
+export const deliveryQueue = 'webhook-delivery';
+/** NOTIFY channel: committed deliveries wake the workers of every server process at once. */
+export const deliveryChannel = 'webhook_deliveries';
+
+export interface DeliveryJob {
+  deliveryId: string;
 }
+
+/** pg-boss's `db` option over Kysely: its SQL runs on our connection or inside our transaction. */
+export function kyselyExecutor(db: DB): PgBoss.Db {
+  return {
+    async executeSql(text: string, values: unknown[] = []) {
+      const result = await db.executeQuery(CompiledQuery.raw(text, values));
+      return { rows: result.rows as unknown[] };
+    },
+  };
+}
+
+/**
+ * The queue: policy `short` allows one waiting job per delivery (the singleton key), so every
+ * writer can ask for a delivery to be looked at without piling up duplicates.
+ */
+export const deliveryQueueOptions = {
+  policy: 'short',
+  retryLimit: 2,
+  retryDelay: 5,
+  expireInSeconds: 15 * 60,
+  retentionMinutes: 14 * 24 * 60,
+} as const satisfies Omit<PgBoss.Queue, 'name'>;
+
+/** Installs (or upgrades) pg-boss's schema and creates the queue; idempotent. */
+export async function installDeliveryQueue(db: DB): Promise<void> {
+  const boss = new PgBoss({ db: kyselyExecutor(db), supervise: false, schedule: false, migrate: true });
+  await boss.start();
+  try {
+    await boss.createQueue(deliveryQueue, { name: deliveryQueue, ...deliveryQueueOptions });
+  } finally {
+    await boss.stop({ graceful: false, wait: true });
+  }
+}
+
+// Only its `insert` is used, always with the caller's transaction as `db`: it is never started.
+let jobWriter: PgBoss | null = null;
+
+/**
+ * Queues the jobs of these deliveries inside the caller's transaction (they exist if and only if
+ * the transaction commits); those due now wake the workers up at commit, unless the caller has
+ * already asked for that (`wake: false`).
+ */
+export async function queueDeliveryJobs(
+  trx: DB,
+  deliveries: { id: string; startAfterSeconds?: number }[],
+  options: { wake?: boolean } = {},
+): Promise<void> {
+  if (deliveries.length === 0) return;
+  jobWriter ??= new PgBoss({ db: { executeSql: () => Promise.reject(new Error('unused')) }, supervise: false, schedule: false });
+  await jobWriter.insert(deliveries.map((delivery) => ({
+    name: deliveryQueue,
+    data: { deliveryId: delivery.id } satisfies DeliveryJob,
+    singletonKey: delivery.id,
+    ...(delivery.startAfterSeconds ? { startAfter: String(delivery.startAfterSeconds) } : {}),
+  })), { db: kyselyExecutor(trx) });
+  if (options.wake !== false && deliveries.some((delivery) => !delivery.startAfterSeconds)) await sql`select pg_notify(${deliveryChannel}, '')`.execute(trx);
+}
+// ---------------------------------------------------------------------------------------------
+// 3. Claim the due deliveries
 
 /** A delivery the worker holds the lease of: everything needed to send it. */
 export interface ClaimedDelivery {
@@ -130,6 +198,20 @@ export async function claimDeliveries(db: DB, ids: readonly string[], leaseSecon
       array_remove(array[e.secret, case when e.previous_secret_expires_at > now() then e.previous_secret end], null) as secrets`
     .execute(db);
   return result.rows;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Record the attempts
+
+/** What one attempt produced (src/webhooks/http-post.ts): the row of the attempts log. */
+export interface AttemptOutcome {
+  attemptedAt: Date;
+  durationMs: number;
+  /** null: no HTTP answer (timeout, refused address, connection error). */
+  statusCode: number | null;
+  succeeded: boolean;
+  error: string | null;
+  responseExcerpt: string | null;
 }
 
 function attemptRow(deliveryId: string, outcome: AttemptOutcome) {
@@ -214,6 +296,95 @@ export async function requeueOverdueDeliveries(db: DB, options: { graceSeconds: 
     limit ${options.limit}`.execute(db);
   if (overdue.rows.length > 0) await db.transaction().execute((trx) => queueDeliveryJobs(trx, overdue.rows));
   return overdue.rows.length;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operators' side: endpoints, the test ping, replay, the delivery log
+
+/** How long the previous secret keeps signing after a rotation. */
+export const previousSecretValiditySeconds = 24 * 60 * 60;
+
+const endpointListing = [
+  'id', 'org_id', 'url', 'event_types', 'enabled', 'consecutive_failures', 'disabled_at', 'disabled_reason',
+  'previous_secret_expires_at', 'created_at',
+] as const;
+
+export async function createEndpoint(db: DB, endpoint: { orgId: string; url: string; secret: string; eventTypes: readonly string[] }) {
+  return db.insertInto('webhook_endpoints')
+    .values({ org_id: endpoint.orgId, url: endpoint.url, secret: endpoint.secret, event_types: [...endpoint.eventTypes] })
+    .returning(endpointListing)
+    .executeTakeFirstOrThrow();
+}
+
+/** Endpoints of an organisation, without their secrets. */
+export async function listEndpoints(db: DB, orgId: string) {
+  return db.selectFrom('webhook_endpoints').select(endpointListing)
+    .where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute();
+}
+
+export async function findEndpoint(db: DB, id: string) {
+  return (await db.selectFrom('webhook_endpoints').select(endpointListing).where('id', '=', id).executeTakeFirst()) ?? null;
+}
+
+/** The operator disables an endpoint: nothing is attempted, pending deliveries are kept. */
+export async function disableEndpoint(db: DB, id: string) {
+  return (await db.updateTable('webhook_endpoints')
+    .set({ enabled: false, disabled_at: sql`coalesce(disabled_at, now())`, disabled_reason: sql`coalesce(disabled_reason, 'operator')` })
+    .where('id', '=', id)
+    .returning(endpointListing)
+    .executeTakeFirst()) ?? null;
+}
+
+/**
+ * (Re-)enables an endpoint with a fresh failure count, and wakes its pending deliveries up: each at
+ * its own due time (a retry planned in 6 h stays in 6 h), overdue ones at once.
+ */
+export async function enableEndpoint(db: DB, id: string) {
+  return db.transaction().execute(async (trx) => {
+    const endpoint = await trx.updateTable('webhook_endpoints')
+      .set({ enabled: true, consecutive_failures: 0, disabled_at: null, disabled_reason: null })
+      .where('id', '=', id)
+      .returning(endpointListing)
+      .executeTakeFirst();
+    if (!endpoint) return null;
+    const pending = await trx.selectFrom('webhook_deliveries')
+      .select(['id', sql<number>`greatest(0, extract(epoch from next_attempt_at - now()))::float8`.as('startAfterSeconds')])
+      .where('endpoint_id', '=', id).where('status', '=', 'pending')
+      .execute();
+    for (let start = 0; start < pending.length; start += 1000) await queueDeliveryJobs(trx, pending.slice(start, start + 1000));
+    return { ...endpoint, resumed_deliveries: pending.length };
+  });
+}
+
+/** A new current secret; the old one keeps signing for 24 hours. */
+export async function rotateEndpointSecret(db: DB, id: string, newSecret: string) {
+  return (await db.updateTable('webhook_endpoints')
+    .set({
+      previous_secret: sql`secret`,
+      previous_secret_expires_at: sql`now() + make_interval(secs => ${previousSecretValiditySeconds})`,
+      secret: newSecret,
+    })
+    .where('id', '=', id)
+    .returning(endpointListing)
+    .executeTakeFirst()) ?? null;
+}
+
+/** The test button: a signed `ping` event for this endpoint only, queued like any delivery. */
+export async function queuePing(db: DB, endpointId: string) {
+  return db.transaction().execute(async (trx) => {
+    const endpoint = await trx.selectFrom('webhook_endpoints').select(['id', 'org_id', 'enabled'])
+      .where('id', '=', endpointId).executeTakeFirst();
+    if (!endpoint) return null;
+    const event = await recordEvent(trx, {
+      orgId: endpoint.org_id, type: 'ping',
+      data: { learner: null, endpoint_id: endpoint.id, message: 'Ceci est un événement de test.' },
+    });
+    const delivery = await trx.insertInto('webhook_deliveries')
+      .values({ event_id: event.id, endpoint_id: endpoint.id, body: event.body })
+      .returning('id').executeTakeFirstOrThrow();
+    await queueDeliveryJobs(trx, [delivery]);
+    return { eventId: event.id, deliveryId: delivery.id, endpointEnabled: endpoint.enabled };
+  });
 }
 
 /** A dead or delivered delivery sent again: same id, same body, a new cycle of attempts. */

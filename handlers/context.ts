@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../src/config';
-import type { DB } from '../src/database';
+import type { DB } from '../db/connection';
 
 /** What every handler may use: passed in once, so handlers stay testable and free of globals. */
 export interface HandlerContext {

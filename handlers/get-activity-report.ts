@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { gatherActivityReport } from '../db/activity-report';
 import { ApiError } from '../src/errors';
-import { formatParisDateTime } from '../src/paris-time';
+import { formatParisDateTime } from '../db/paris-time';
 import { sharedRenderPool } from '../src/pdf/render-pool';
 import { activityReportFileName, pdfAttachmentHeaders } from '../src/pdf/report-file-name';
 import type { Handler, HandlerContext } from './context';

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { findLearner, type LearnerIdentity } from '../db/learners';
 import { findProgrammeId } from '../db/programmes';
 import { ApiError } from '../src/errors';
-import { currentParisYear, formatParisDateTime } from '../src/paris-time';
+import { currentParisYear, formatParisDateTime } from '../db/paris-time';
 import type { HandlerContext } from './context';
 
 /** The query parameters shared by the list resources and the summary, as validated by the document. */

@@ -7,7 +7,7 @@ import { createHandlers } from '../handlers';
 import { createAuthenticator, createSecurityHandlers } from './auth';
 import { conditionalJson } from './conditional-requests';
 import type { Config } from './config';
-import type { DB } from './database';
+import type { DB } from '../db/connection';
 import { clientErrorResponse, frameworkErrorResponse, installErrorHandler, sendApiError } from './error-handler';
 import { ApiError, serviceUnavailable } from './errors';
 import { registerHealthRoutes } from './health';

@@ -1,8 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { countRequest } from '../db/api-keys';
 import type { ApiScope } from '../db/tables';
+import { formatParisLongDate } from '../db/paris-time';
 import { apiKeyPrefix, hashApiKey } from './api-keys';
-import type { DB } from './database';
+import type { DB } from '../db/connection';
 import { ApiError } from './errors';
 import { createRequestCounter } from './request-counter';
 
@@ -27,10 +28,6 @@ export interface RateLimit {
 }
 
 const bearerPattern = /^Bearer[ ]+(\S+)\s*$/i;
-
-function formatParisDate(date: Date): string {
-  return new Intl.DateTimeFormat('fr-FR', { timeZone: 'Europe/Paris', dateStyle: 'long' }).format(date);
-}
 
 /**
  * The budget as headers: the spec's X-RateLimit-* and the IETF fields (draft-ietf-httpapi-
@@ -87,7 +84,7 @@ export function createAuthenticator(
     if (!key) return refuse(request, new ApiError('key_invalid', 'Clé API invalide : aucune clé ne correspond.'));
     if (key.revoked) return refuse(request, new ApiError('key_revoked', 'Clé API révoquée : créez une nouvelle clé depuis le tableau de bord.'));
     if (key.expired) {
-      return refuse(request, new ApiError('key_expired', `Clé API expirée depuis le ${formatParisDate(key.expiresAt!)} : créez une nouvelle clé depuis le tableau de bord.`));
+      return refuse(request, new ApiError('key_expired', `Clé API expirée depuis le ${formatParisLongDate(key.expiresAt!)} : créez une nouvelle clé depuis le tableau de bord.`));
     }
     const verdict = key.verdict!;
     if (!verdict.accepted) {

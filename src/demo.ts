@@ -5,7 +5,7 @@ import { seedOrganisation } from '../scripts/seed/generate';
 import { addLicences, countOrganisations, createOrganisation } from '../db/organisations';
 import { displayPrefix, generateApiKey, hashApiKey } from './api-keys';
 import type { Config } from './config';
-import type { DB } from './database';
+import type { DB } from '../db/connection';
 
 export interface DemoKeys {
   orgId: string;

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
-import type { DB } from './database';
+import type { DB } from '../db/connection';
 import { sendApiError } from './error-handler';
 import { serviceUnavailable } from './errors';
 import type { Metrics } from './metrics';

@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { sql } from 'kysely';
-import type { DB } from './database';
+import type { DB } from '../db/connection';
 
 /**
  * Prometheus metrics of one server process (prom-client), in a registry of its own: requests by

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { components } from '../codegen/openapi';
 import { seedOrganisation } from '../scripts/seed/generate';
-import { currentParisYear } from '../src/paris-time';
+import { currentParisYear } from '../db/paris-time';
 import { extractPdfText, type PdfText } from './activity-report.pdf-text';
 import { expectReportEqualsResources } from './support/report-reading';
 import { bearer, buildTestApp } from './support/app';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { expect } from 'vitest';
-import type { DB } from '../src/database';
+import type { DB } from '../db/connection';
 import { bearer } from './support/app';
 import { addLicences, createOrgWithKeys } from './support/factories';
 import { responseErrors } from './support/openapi-validator';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatParisDate } from '../src/paris-time';
+import { formatParisDate } from '../db/paris-time';
 import { bearer, buildTestApp } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner } from './support/factories';

@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completeQuiz, issueCertificate, openLesson, recordLogin, submitSatisfaction } from '../db/activity';
-import { recordEvent } from '../db/events';
+import { recordEvent } from '../db/webhooks';
 import { createEndpoint, listDeliveries } from '../db/webhooks';
 import { parisRfc3339 } from '../db/render';
-import { formatParisRfc3339 } from '../src/paris-time';
+import { formatParisRfc3339 } from '../db/paris-time';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';

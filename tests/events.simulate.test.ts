@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEndpoint } from '../db/webhooks';
 import { generateWebhookSecret } from '../src/webhooks/signature';
-import { currentParisYear } from '../src/paris-time';
+import { currentParisYear } from '../db/paris-time';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
 import { admin, adminFailure } from './support/admin';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResourceDefinition, ResourceFilter } from '../db/resources/definition';
 import { countResourceRows, pageResourceRows } from '../db/resources/list';
 import { countedPeriods, progressResource } from '../db/resources/progress';
-import type { DB } from '../src/database';
+import type { DB } from '../db/connection';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { seededOrganisation } from './support/learning-factories';
 

@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../db/migrate';
-import { createDb, type DB } from '../src/database';
+import { createDb, type DB } from '../db/connection';
 import { type RunningPostgres, serverUrlFor, startEmbeddedPostgres } from '../src/embedded-postgres';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';

@@ -6,8 +6,8 @@ import { countResourceRows, pageResourceRows, streamRowChunks } from '../db/reso
 import { usersResource } from '../db/resources/users';
 import { hashApiKey } from '../src/api-keys';
 import { jsonEtag } from '../src/conditional-requests';
-import { createDb, type Database } from '../src/database';
-import { formatParisDate, formatParisDateTime } from '../src/paris-time';
+import { createDb, type Database } from '../db/connection';
+import { formatParisDate, formatParisDateTime } from '../db/paris-time';
 import { createRequestCounter } from '../src/request-counter';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordEvent } from '../db/events';
+import { recordEvent } from '../db/webhooks';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
 import { admin, adminFailure } from './support/admin';
@@ -31,7 +31,7 @@ afterAll(async () => {
   await database.drop();
 });
 
-const enrolled = () => ({ orgId, type: 'learner.enrolled' as const, data: { learner: null, status: 'pending', programmes: [] } });
+const enrolled = () => ({ orgId, type: 'learner.enrolled' as const, data: { learner: null, status: 'pending' as const, programmes: [] } });
 
 describe('webhook commands', () => {
   it('create, list, ping, deliveries, disable, enable, replay and rotate-secret', async () => {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import Stripe from 'stripe';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { recordEvent } from '../db/events';
+import { recordEvent } from '../db/webhooks';
 import { createEndpoint, disableEndpoint, enableEndpoint, findEndpoint, listDeliveries, queuePing, replayDelivery, rotateEndpointSecret } from '../db/webhooks';
 import type { Config } from '../src/config';
 import { generateWebhookSecret } from '../src/webhooks/signature';
@@ -52,7 +52,7 @@ async function newEndpoint(url: string, eventTypes = ['learner.enrolled', 'quiz.
 }
 
 const learner = { user_id: '0f8c2d4e-6a1b-4c3d-8e9f-1a2b3c4d5e6f', email: 'claire.martin@exemple.fr', name: 'Claire Martin' };
-const enrolled = (email = learner.email) => ({ orgId, type: 'learner.enrolled' as const, data: { learner: { ...learner, email }, status: 'active', programmes: [] } });
+const enrolled = (email = learner.email) => ({ orgId, type: 'learner.enrolled' as const, data: { learner: { ...learner, email }, status: 'active' as const, programmes: [] } });
 
 async function deliveriesOf(endpointId: string) {
   return listDeliveries(database.db, endpointId, { limit: 1000 });

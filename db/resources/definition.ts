@@ -1,5 +1,5 @@
 import type { SelectQueryBuilder } from 'kysely';
-import type { DB, Database } from '../../src/database';
+import type { DB, Database } from '../connection';
 
 /** What one list request asks of a resource, resolved and scoped to the caller's organisation. */
 export interface ResourceFilter {

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { DB } from '../../src/database';
+import type { DB } from '../connection';
 import { parisDate } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalTimestampFilter } from './natural-date';

@@ -1,5 +1,5 @@
 import { type CompiledQuery, sql, type SelectQueryBuilder } from 'kysely';
-import type { DB, Database } from '../../src/database';
+import type { DB, Database } from '../connection';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
 
 // Any resource's query: the machinery reads rows without caring for their shape.

@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
-import type { DB } from '../../src/database';
+import type { DB } from '../connection';
 import { ouiNon, parisDate } from '../render';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
 import { progressPercent } from './enrollments';

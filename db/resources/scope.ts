@@ -1,5 +1,5 @@
 import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
-import type { Database } from '../../src/database';
+import type { Database } from '../connection';
 import type { ResourceFilter, RowWindow } from './definition';
 
 /** Where a resource's base table keeps its organisation, learner and (if any) programme. */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { learnersResource } from '../../db/resources';
 import { seedOrganisation } from '../seed/generate';
-import { currentParisYear } from '../../src/paris-time';
+import { currentParisYear } from '../../db/paris-time';
 import { createOrgWithKeys } from '../../tests/support/factories';
 import { openBenchDatabase, percentile, report, startServerProcess } from './support';
 

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { resources } from '../../db/resources';
 import type { ResourceDefinition, ResourceFilter } from '../../db/resources/definition';
 import { allowedWindow, countQuery } from '../../db/resources/list';
-import { currentParisYear } from '../../src/paris-time';
+import { currentParisYear } from '../../db/paris-time';
 import { createOrgWithKeys } from '../../tests/support/factories';
 import { seedOrganisation } from '../seed/generate';
 import { openBenchDatabase, percentile, report, startServerProcess } from './support';

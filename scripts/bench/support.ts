@@ -2,7 +2,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { startPostgresServer } from '../../tests/support/postgres-server';
 import { migrateToLatest } from '../../db/migrate';
-import { createDb, type DB } from '../../src/database';
+import { createDb, type DB } from '../../db/connection';
 
 export { freePort } from '../../tests/support/ports';
 export { startServerProcess } from '../../tests/support/server-process';

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { completeQuiz, issueCertificate, openLesson, recordLogin, submitSatisfaction } from '../../db/activity';
 import { findOrganisation } from '../../db/organisations';
-import type { DB } from '../../src/database';
-import { installDeliveryQueue } from '../../src/webhooks/job-queue';
+import type { DB } from '../../db/connection';
+import { installDeliveryQueue } from '../../db/webhooks';
 import { type AdminCommand, positiveInteger, requiredUuid, UsageError } from '../command';
 
 /**

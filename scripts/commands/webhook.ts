@@ -1,4 +1,4 @@
-import { subscribableEventTypes } from '../../db/events';
+import { subscribableEventTypes } from '../../db/webhooks';
 import { findOrganisation } from '../../db/organisations';
 import type { DeliveryStatus } from '../../db/tables/webhooks';
 import {
@@ -6,7 +6,7 @@ import {
   replayDelivery, rotateEndpointSecret,
 } from '../../db/webhooks';
 import { checkWebhookUrl, WebhookAddressError } from '../../src/webhooks/address-guard';
-import { installDeliveryQueue } from '../../src/webhooks/job-queue';
+import { installDeliveryQueue } from '../../db/webhooks';
 import { generateWebhookSecret } from '../../src/webhooks/signature';
 import { type AdminCommand, type CommandContext, positiveInteger, requiredString, requiredUuid, UsageError } from '../command';
 

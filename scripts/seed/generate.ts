@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { findOrganisation } from '../../db/organisations';
-import type { DB } from '../../src/database';
-import { currentParisYear, formatParisDate } from '../../src/paris-time';
+import type { DB } from '../../db/connection';
+import { currentParisYear, formatParisDate } from '../../db/paris-time';
 import { RowBuffer, writeBatch } from './bulk-insert';
 import { ParisCalendar } from './calendar';
 import { programmeTemplates, type ProgrammeTemplate, trainerNames } from './catalogue';

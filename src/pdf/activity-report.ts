@@ -1,4 +1,7 @@
 import type { components } from '../../codegen/openapi';
+import type { ActivityReportData } from '../../db/activity-report';
+
+export type { ActivityReportData } from '../../db/activity-report';
 import type {
   Alignment, CanvasNode, ColumnWidth, Content, DocumentDefinition, StyleProperties, TableCell, TableLayout, TextNode,
 } from './document-definition';
@@ -8,32 +11,6 @@ import {
 import { describeUserAgent } from './user-agent';
 
 type Schemas = components['schemas'];
-
-/**
- * Everything the activity report shows, as the API's resources give it for one learner, one year
- * and optionally one programme: the rows are the JSON resources' rows, so the PDF and the JSON
- * cannot disagree.
- */
-export interface ActivityReportData {
-  organisationName: string;
-  learner: { userId: string; email: string; name: string | null };
-  year: number;
-  programme: { slug: string; title: string } | null;
-  /** `YYYY-MM-DD HH:MM`, Paris time, as `meta.generated_at`. */
-  generatedAt: string;
-  /** The learner's `learners` row for the year (that resource ignores `programme`). */
-  summary: Schemas['LearnerRow'] | null;
-  enrollments: Schemas['EnrollmentRow'][];
-  logins: Schemas['LoginRow'][];
-  progress: Schemas['ProgressRow'][];
-  evaluations: Schemas['EvaluationRow'][];
-  quizAnswers: Schemas['QuizAnswerRow'][];
-  attendance: Schemas['AttendanceRow'][];
-  documents: Schemas['DocumentRow'][];
-  satisfaction: Schemas['SatisfactionRow'][];
-  tutoringRatings: Schemas['TutoringRatingRow'][];
-  lessonRatings: Schemas['LessonRatingRow'][];
-}
 
 const colours = {
   ink: '#1f2933',

@@ -1,27 +1,30 @@
 import http from 'node:http';
 import https from 'node:https';
+import type { AttemptOutcome } from '../../db/webhooks';
 import { checkWebhookUrlForm, guardedLookup, WebhookAddressError } from './address-guard';
-
-/** What one attempt produced: the row of the attempts log. */
-export interface AttemptOutcome {
-  attemptedAt: Date;
-  durationMs: number;
-  /** null: no HTTP answer (timeout, refused address, connection error). */
-  statusCode: number | null;
-  succeeded: boolean;
-  error: string | null;
-  responseExcerpt: string | null;
-}
 
 const excerptCharacters = 300;
 /** Beyond this the rest of a response is not read (the connection is dropped instead of reused). */
 const maxResponseBytes = 64 * 1024;
 
-// Keep-alive pools: a receiver under a steady stream gets a few reused connections, not one each.
-const agents = {
-  'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
-  'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
-};
+/**
+ * Keep-alive pools (a receiver under a steady stream gets a few reused connections, not one each),
+ * owned by the worker that sends: `close` ends their connections when it stops.
+ */
+export function createWebhookAgents() {
+  const agents = {
+    'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
+    'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
+  };
+  return {
+    for: (protocol: string) => agents[protocol as 'http:' | 'https:'],
+    close() {
+      agents['http:'].destroy();
+      agents['https:'].destroy();
+    },
+  };
+}
+export type WebhookAgents = ReturnType<typeof createWebhookAgents>;
 
 function describeError(error: unknown): string {
   if (error instanceof WebhookAddressError) return `adresse refusée : ${error.message}`;
@@ -35,7 +38,7 @@ function describeError(error: unknown): string {
  * included) is a success; anything else fails. Redirects are not followed. The address is checked
  * again here, on the address actually connected to.
  */
-export async function postWebhook(request: {
+export async function postWebhook(agents: WebhookAgents, request: {
   url: string;
   headers: Record<string, string>;
   body: string;
@@ -77,7 +80,7 @@ export async function postWebhook(request: {
     const client = url.protocol === 'https:' ? https : http;
     const outgoing = client.request(url, {
       method: 'POST',
-      agent: agents[url.protocol as 'http:' | 'https:'],
+      agent: agents.for(url.protocol),
       lookup: guardedLookup({ allowLoopback: request.allowInsecure }),
       headers: { ...request.headers, 'Content-Length': String(body.length) },
     }, (response) => {

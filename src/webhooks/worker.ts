@@ -1,11 +1,21 @@
 import pg from 'pg';
 import PgBoss from 'pg-boss';
-import { claimDeliveries, type ClaimedDelivery, recordAttempts, requeueOverdueDeliveries } from '../../db/webhooks';
+import type { DB } from '../../db/connection';
+import {
+  claimDeliveries, type ClaimedDelivery, deliveryChannel, type DeliveryJob, deliveryQueue, deliveryQueueOptions, recordAttempts,
+  requeueOverdueDeliveries,
+} from '../../db/webhooks';
 import type { Config } from '../config';
-import type { DB } from '../database';
-import { deliveryChannel, type DeliveryJob, deliveryQueue, deliveryQueueOptions } from './job-queue';
-import { postWebhook } from './http-post';
+import { createWebhookAgents, postWebhook, type WebhookAgents } from './http-post';
 import { signatureHeader } from './signature';
+
+/*
+ * The delivery worker of one server process: the half of the flow of db/webhooks.ts that is not
+ * SQL. Jobs arrive (a NOTIFY at the commit of new deliveries wakes the pollers at once, else they
+ * poll every 0.5 s); a batch of deliveries is claimed (their lease taken), each signed and POSTed,
+ * and the attempts are recorded. Several processes may run it on one database: a delivery is sent
+ * by whoever holds its lease, never twice at once.
+ */
 
 interface Logger {
   debug(object: object, message: string): void;
@@ -31,8 +41,13 @@ export interface WebhookDelivery {
   stop(timeoutMs?: number): Promise<void>;
 }
 
+/** Overdue deliveries nobody holds are queued again after this long (see requeueOverdueDeliveries). */
+const sweepGraceSeconds = 10;
+const sweepEveryMs = 5_000;
 /** Waits between attempts to LISTEN again after the connection dropped (the database restarting). */
 const relistenDelaysMs = [250, 500, 1000, 2000, 5000];
+
+const silentLog: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
 /** What a log needs of a database error (pg's own error objects carry the whole client). */
 function briefly(error: unknown): { message: string; code?: string } {
@@ -40,45 +55,61 @@ function briefly(error: unknown): { message: string; code?: string } {
   return { message: String(message ?? error), ...(typeof code === 'string' ? { code } : {}) };
 }
 
-/** Overdue deliveries nobody holds are queued again after this long (see requeueOverdueDeliveries). */
-const sweepGraceSeconds = 10;
-const sweepEveryMs = 5_000;
-
-const silentLog: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined };
-
-/**
- * The delivery worker of one server process. Several processes may run it on one database: each
- * delivery is sent by whoever holds its lease, so a delivery is never in flight twice at once.
- * Pickup: a NOTIFY at the commit of new deliveries wakes the pollers at once (else they poll every
- * 0.5 s); a full batch is followed by the next fetch without waiting.
- */
 export async function startWebhookDelivery(options: WebhookDeliveryOptions): Promise<WebhookDelivery> {
-  const { db, config } = options;
   const log = options.log ?? silentLog;
-  const batchSize = options.batchSize ?? 50;
-  // Longer than one attempt can last (its timeout covers DNS, connection and answer), so that a
-  // lease runs out only when its holder can no longer be sending.
-  const leaseSeconds = Math.ceil((2 * config.webhookTimeoutMs) / 1000) + 5;
-  const policy = { retryDelaysSeconds: config.webhookRetryDelaysSeconds, disableAfter: config.webhookDisableAfter };
+  const state = { stopped: false };
+  const boss = await startQueue(options, log, state);
+  const agents = createWebhookAgents();
+  const pollers = await startPollers(boss, deliverBatch(options, agents, log), options);
+  const listener = await listenForCommits(options.connectionString, () => pollers.wakeAll(), log, state);
+  const sweeper = setInterval(() => {
+    requeueOverdueDeliveries(options.db, { graceSeconds: sweepGraceSeconds, limit: 1000 })
+      .then((count) => { if (count > 0) log.info({ count }, 'webhooks : livraisons en retard remises en file'); })
+      .catch((error) => log.warn({ err: briefly(error) }, 'webhooks : balayage des livraisons en retard'));
+  }, sweepEveryMs);
+  sweeper.unref();
 
+  return {
+    async stop(timeoutMs = options.config.webhookTimeoutMs + 5_000) {
+      state.stopped = true;
+      clearInterval(sweeper);
+      await listener.close();
+      // Attempts in flight finish (and are recorded) before the connections close, within the time
+      // given; one cut short is simply attempted again (its lease runs out, the sweep queues it).
+      await boss.stop({ graceful: true, wait: true, timeout: Math.max(1, timeoutMs) });
+      agents.close();
+    },
+  };
+}
+
+/** pg-boss on connections of its own, with its queue; its errors logged briefly, and quietly while stopping. */
+async function startQueue(options: WebhookDeliveryOptions, log: Logger, state: { stopped: boolean }): Promise<PgBoss> {
   const boss = new PgBoss({
     connectionString: options.connectionString, max: 4, application_name: 'partner-api-webhooks',
     schedule: false, supervise: true, migrate: true,
     // The delivery rows are the record; finished jobs need not linger.
     archiveCompletedAfterSeconds: 3600, deleteAfterDays: 1,
   });
-  let stopped = false;
-  // While stopping, the queue's connections close under it: expected, not worth a warning.
   boss.on('error', (error) => {
-    if (stopped) log.debug({ err: briefly(error) }, 'webhooks : erreur de la file pg-boss pendant l’arrêt');
+    if (state.stopped) log.debug({ err: briefly(error) }, 'webhooks : erreur de la file pg-boss pendant l’arrêt');
     else log.warn({ err: briefly(error) }, 'webhooks : erreur de la file pg-boss');
   });
   await boss.start();
   await boss.createQueue(deliveryQueue, { name: deliveryQueue, ...deliveryQueueOptions });
+  return boss;
+}
 
-  const deliver = async (delivery: ClaimedDelivery) => {
+/** One batch of jobs: claim their deliveries, sign and POST each, record the attempts. */
+function deliverBatch(options: WebhookDeliveryOptions, agents: WebhookAgents, log: Logger) {
+  const { db, config } = options;
+  // Longer than one attempt can last (its timeout covers DNS, connection and answer), so that a
+  // lease runs out only when its holder can no longer be sending.
+  const leaseSeconds = Math.ceil((2 * config.webhookTimeoutMs) / 1000) + 5;
+  const policy = { retryDelaysSeconds: config.webhookRetryDelaysSeconds, disableAfter: config.webhookDisableAfter };
+
+  const send = async (delivery: ClaimedDelivery) => {
     const timestamp = Math.floor(Date.now() / 1000);
-    const outcome = await postWebhook({
+    const outcome = await postWebhook(agents, {
       url: delivery.url,
       body: delivery.body,
       timeoutMs: config.webhookTimeoutMs,
@@ -94,41 +125,50 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
     return { delivery, outcome };
   };
 
-  const workerIds: string[] = [];
-  const handle = (workerId: () => string) => async (jobs: PgBoss.Job<DeliveryJob>[]) => {
+  return async (jobs: PgBoss.Job<DeliveryJob>[]) => {
     const claimed = await claimDeliveries(db, [...new Set(jobs.map((job) => job.data.deliveryId))], leaseSeconds);
-    const attempts = await Promise.all(claimed.map(deliver));
+    const attempts = await Promise.all(claimed.map(send));
     await recordAttempts(db, attempts, policy);
     if (attempts.length > 0) {
       const delivered = attempts.filter((a) => a.outcome.succeeded).length;
       options.onAttempts?.(delivered, attempts.length - delivered);
       log.debug({ webhookAttempts: attempts.length, delivered, failed: attempts.length - delivered }, 'webhooks : lot de tentatives');
     }
-    // A full batch means more is waiting: fetch again now instead of after the polling interval.
-    if (jobs.length === batchSize) boss.notifyWorker(workerId());
   };
+}
+
+/** Parallel pollers of the queue; a full batch is followed by the next fetch without waiting. */
+async function startPollers(boss: PgBoss, handle: (jobs: PgBoss.Job<DeliveryJob>[]) => Promise<void>, options: WebhookDeliveryOptions) {
+  const batchSize = options.batchSize ?? 50;
+  const workerIds: string[] = [];
   for (let i = 0; i < (options.workers ?? 4); i += 1) {
     let id = '';
-    id = await boss.work<DeliveryJob>(deliveryQueue, { batchSize, pollingIntervalSeconds: 0.5 }, handle(() => id));
+    id = await boss.work<DeliveryJob>(deliveryQueue, { batchSize, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+      await handle(jobs);
+      if (jobs.length === batchSize) boss.notifyWorker(id);
+    });
     workerIds.push(id);
   }
-  const wakeAll = () => workerIds.forEach((id) => boss.notifyWorker(id));
+  return { wakeAll: () => workerIds.forEach((id) => boss.notifyWorker(id)) };
+}
 
-  // One connection LISTENs for committed deliveries. When it drops (the database restarting), it is
-  // opened again, as soon as the database answers; meanwhile polling still delivers.
+/**
+ * One connection LISTENs for committed deliveries and wakes the pollers. When it drops (the
+ * database restarting), it is opened again as soon as the database answers; meanwhile polling
+ * still delivers.
+ */
+async function listenForCommits(connectionString: string, wake: () => void, log: Logger, state: { stopped: boolean }) {
   let listener: pg.Client | null = null;
   const listenOnce = async () => {
-    const client = new pg.Client({
-      connectionString: options.connectionString, application_name: 'partner-api-webhooks-listen', keepAlive: true, connectionTimeoutMillis: 5_000,
-    });
-    client.on('notification', wakeAll);
+    const client = new pg.Client({ connectionString, application_name: 'partner-api-webhooks-listen', keepAlive: true, connectionTimeoutMillis: 5_000 });
+    client.on('notification', wake);
     client.on('error', (error) => {
       if (listener !== client) return;
       listener = null;
       client.end().catch(() => undefined);
-      if (stopped) return;
+      if (state.stopped) return;
       log.warn({ err: briefly(error) }, 'webhooks : écoute des notifications interrompue, reprise dès que la base répond');
-      void listen();
+      void listenAgain();
     });
     try {
       await client.connect();
@@ -137,11 +177,11 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
       await client.end().catch(() => undefined);
       throw error;
     }
-    if (stopped) await client.end();
+    if (state.stopped) await client.end();
     else listener = client;
   };
-  const listen = async () => {
-    for (let attempt = 0; !stopped && listener === null; attempt += 1) {
+  const listenAgain = async () => {
+    for (let attempt = 0; !state.stopped && listener === null; attempt += 1) {
       try {
         await listenOnce();
         if (attempt > 0) log.info({ attempts: attempt + 1 }, 'webhooks : écoute des notifications rétablie');
@@ -152,24 +192,11 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
     }
   };
   await listenOnce();
-
-  const sweeper = setInterval(() => {
-    requeueOverdueDeliveries(db, { graceSeconds: sweepGraceSeconds, limit: 1000 })
-      .then((count) => { if (count > 0) log.info({ count }, 'webhooks : livraisons en retard remises en file'); })
-      .catch((error) => log.warn({ err: briefly(error) }, 'webhooks : balayage des livraisons en retard'));
-  }, sweepEveryMs);
-  sweeper.unref();
-
   return {
-    async stop(timeoutMs = config.webhookTimeoutMs + 5_000) {
-      stopped = true;
-      clearInterval(sweeper);
+    async close() {
       const closing = listener;
       listener = null;
       await closing?.end().catch(() => undefined);
-      // Attempts in flight finish (and are recorded) before the connections close, within the time
-      // given; one cut short is simply attempted again (its lease runs out, the sweep queues it).
-      await boss.stop({ graceful: true, wait: true, timeout: Math.max(1, timeoutMs) });
     },
   };
 }

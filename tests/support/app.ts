@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app';
 import { type Config, loadConfig } from '../../src/config';
-import type { DB } from '../../src/database';
+import type { DB } from '../../db/connection';
 
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return Object.freeze({ ...loadConfig({ LOG_LEVEL: 'silent', DEMO: '0' }), ...overrides });

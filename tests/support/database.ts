@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createDb, type DB } from '../../src/database';
+import { createDb, type DB } from '../../db/connection';
 
 export interface TestDatabase {
   db: DB;

@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { startPostgresServer } from './postgres-server';
 import { migrateToLatest } from '../../db/migrate';
-import { createDb } from '../../src/database';
+import { createDb } from '../../db/connection';
 
 declare module 'vitest' {
   export interface ProvidedContext {

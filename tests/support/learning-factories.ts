@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import Papa from 'papaparse';
 import { seedOrganisation } from '../../scripts/seed/generate';
-import type { DB } from '../../src/database';
+import type { DB } from '../../db/connection';
 import { bearer } from './app';
 import { createOrgWithKeys } from './factories';
 

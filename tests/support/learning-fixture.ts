@@ -1,4 +1,4 @@
-import type { DB } from '../../src/database';
+import type { DB } from '../../db/connection';
 import { addLearner } from './factories';
 
 export interface FixtureLesson {

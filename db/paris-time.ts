@@ -1,3 +1,8 @@
+/*
+ * Paris time in JavaScript: the wire formats of the API (dates, date-times, RFC 3339 of webhooks),
+ * the current Paris year, and the long French date of messages. db/render.ts is its twin in SQL.
+ */
+
 const parisParts = new Intl.DateTimeFormat('en-CA', {
   timeZone: 'Europe/Paris', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23',
 });
@@ -48,4 +53,11 @@ export function formatParisRfc3339(instant: Date): string {
   const p = Object.fromEntries(parisInstant.formatToParts(instant).map((part) => [part.type, part.value]));
   const offset = p.timeZoneName === 'GMT' ? '+00:00' : p.timeZoneName!.slice(3);
   return `${p.year}-${p.month}-${p.day}T${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond}${offset}`;
+}
+
+const longFrenchDate = new Intl.DateTimeFormat('fr-FR', { timeZone: 'Europe/Paris', dateStyle: 'long' });
+
+/** `24 novembre 2026`: a date in a French sentence (messages to partners and operators). */
+export function formatParisLongDate(date: Date): string {
+  return longFrenchDate.format(date);
 }
