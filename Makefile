@@ -37,8 +37,8 @@ typecheck: install
 contract: install ## The contract suite: Prism mocks, the real server, and the server behind prism proxy --errors
 	npx vitest run tests/contract.
 
-bench: install ## Benchmarks with their targets (see scripts/bench/)
-	npx tsx scripts/bench/run.ts
+bench: install ## Benchmarks with their targets (see tests/bench/)
+	npx tsx tests/bench/run.ts
 
 clean-data: ## Delete the embedded database and demo keys (.data/)
 	rm -rf .data

@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createApiKey } from '../db/api-keys';
-import { seedOrganisation } from '../scripts/seed/generate';
+import { seedOrganisation } from './seed/generate';
 import { addLicences, countOrganisations, createOrganisation } from '../db/organisations';
 import { displayPrefix, generateApiKey, hashApiKey } from './api-keys';
 import type { Config } from './config';

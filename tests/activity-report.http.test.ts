@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { components } from '../codegen/openapi';
-import { seedOrganisation } from '../scripts/seed/generate';
+import { seedOrganisation } from '../src/seed/generate';
 import { currentParisYear } from '../db/paris-time';
 import { extractPdfText, type PdfText } from './activity-report.pdf-text';
 import { expectReportEqualsResources } from './support/report-reading';

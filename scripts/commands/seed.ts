@@ -1,7 +1,7 @@
 import { findOrganisation } from '../../db/organisations';
 import { type AdminCommand, positiveInteger, requiredUuid, UsageError } from '../command';
-import { seedOrganisation } from '../seed/generate';
-import { ProgressBar } from '../seed/progress-bar';
+import { seedOrganisation } from '../../src/seed/generate';
+import { ProgressBar } from '../progress-bar';
 
 export const commands: AdminCommand[] = [
   {

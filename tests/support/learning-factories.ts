@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import Papa from 'papaparse';
-import { seedOrganisation } from '../../scripts/seed/generate';
+import { seedOrganisation } from '../../src/seed/generate';
 import type { DB } from '../../db/connection';
 import { bearer } from './app';
 import { createOrgWithKeys } from './factories';

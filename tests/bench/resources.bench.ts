@@ -5,8 +5,8 @@ import { resources } from '../../db/resources';
 import type { ResourceDefinition, ResourceFilter } from '../../db/resources/definition';
 import { allowedWindow, countQuery } from '../../db/resources/list';
 import { currentParisYear } from '../../db/paris-time';
-import { createOrgWithKeys } from '../../tests/support/factories';
-import { seedOrganisation } from '../seed/generate';
+import { createOrgWithKeys } from '../support/factories';
+import { seedOrganisation } from '../../src/seed/generate';
 import { openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**

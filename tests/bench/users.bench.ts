@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { countQuery } from '../../db/resources/list';
 import { usersResource } from '../../db/resources/users';
-import { createOrgWithKeys } from '../../tests/support/factories';
+import { createOrgWithKeys } from '../support/factories';
 import { freePort, load, type LoadResult, openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { learnersResource } from '../../db/resources';
-import { seedOrganisation } from '../seed/generate';
+import { seedOrganisation } from '../../src/seed/generate';
 import { currentParisYear } from '../../db/paris-time';
-import { createOrgWithKeys } from '../../tests/support/factories';
+import { createOrgWithKeys } from '../support/factories';
 import { openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { addLicences } from '../../db/organisations';
-import { createOrgWithKeys } from '../../tests/support/factories';
+import { createOrgWithKeys } from '../support/factories';
 import { openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**

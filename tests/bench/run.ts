@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** `make bench`: every scripts/bench/*.bench.ts in turn (or only those named on the command line). */
+/** `make bench`: every tests/bench/*.bench.ts in turn (or only those named on the command line). */
 const folder = path.dirname(fileURLToPath(import.meta.url));
 const only = process.argv.slice(2);
 const benches = readdirSync(folder).filter((file) => file.endsWith('.bench.ts'))

@@ -1,11 +1,11 @@
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { startPostgresServer } from '../../tests/support/postgres-server';
+import { startPostgresServer } from '../support/postgres-server';
 import { migrateToLatest } from '../../db/migrate';
 import { createDb, type DB } from '../../db/connection';
 
-export { freePort } from '../../tests/support/ports';
-export { startServerProcess } from '../../tests/support/server-process';
+export { freePort } from '../support/ports';
+export { startServerProcess } from '../support/server-process';
 
 export interface BenchDatabase {
   db: DB;
