@@ -2,16 +2,15 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { gatherActivityReport } from '../db/activity-report';
 import { ApiError } from '../src/errors';
 import { formatParisDateTime } from '../db/paris-time';
-import { sharedRenderPool } from '../src/pdf/render-pool';
 import { activityReportFileName, pdfAttachmentHeaders } from '../src/pdf/report-file-name';
 import type { Handler, HandlerContext } from './context';
 import { type ListQuery, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
 
 /**
  * `GET /activity-report`: one learner's audit PDF for a year, built from the list resources' rows
- * and rendered off the event loop by the shared worker pool.
+ * and rendered off the event loop by the context's worker pool.
  */
-export function createGetActivityReport(context: HandlerContext, renderPool = sharedRenderPool()): Handler {
+export function createGetActivityReport(context: HandlerContext): Handler {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const query = request.query as ListQuery;
     if (!query.email && !query.user_id) throw new ApiError('learner_identifier_missing');
@@ -21,7 +20,7 @@ export function createGetActivityReport(context: HandlerContext, renderPool = sh
       orgId: request.caller.orgId, orgName: request.caller.orgName, learner, year: requestedYear(query), programmeId,
       generatedAt: formatParisDateTime(new Date()),
     });
-    const pdf = await renderPool.renderActivityReport(data);
+    const pdf = await context.renderPool.renderActivityReport(data);
     return reply.headers(pdfAttachmentHeaders(activityReportFileName(data.learner, data.year))).send(pdf);
   };
 }

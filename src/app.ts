@@ -6,12 +6,11 @@ import openapiGlue from 'fastify-openapi-glue';
 import { createHandlers } from '../handlers';
 import { createAuthenticator, createSecurityHandlers } from './auth';
 import { conditionalJson } from './conditional-requests';
-import type { Config } from './config';
-import type { DB } from '../db/connection';
+import type { AppContext } from './context';
 import { clientErrorResponse, frameworkErrorResponse, installErrorHandler, sendApiError } from './error-handler';
 import { ApiError, serviceUnavailable } from './errors';
 import { registerHealthRoutes } from './health';
-import { createMetrics, type Metrics } from './metrics';
+import type { Metrics } from './metrics';
 import { declaredMethodsByPath, loadOpenapiDocument, openapiText, requiredScopesByRoute } from './openapi-document';
 import { validatorCompiler } from './validation';
 
@@ -20,13 +19,9 @@ export const apiPrefix = '/v1';
 /** Longest URL served (beyond it 414; beyond Node's 16 KiB of headers, the request line included, 431). */
 const maxUrlLength = 8192;
 
-export interface AppDependencies {
-  config: Config;
-  db: DB;
+export interface AppOptions {
   /** Where logs go (stdout by default); tests capture them. */
   logStream?: { write(line: string): void };
-  /** The process's metrics (created here when not given). */
-  metrics?: Metrics;
 }
 
 declare module 'fastify' {
@@ -38,12 +33,15 @@ declare module 'fastify' {
 }
 
 /**
- * The whole server, in the order a request meets it: the request id and the limits every request
- * has (URL length, answer deadline, draining), logging and metrics, errors, the operators' health
- * and metrics routes, the public document and docs, then the API itself (key and rate limit,
- * routes and validation from openapi.yaml, the handlers), and its 404 and 405 answers.
+ * The whole HTTP server, in the order a request meets it: the request id and the limits every
+ * request has (URL length, answer deadline, draining), logging and metrics, errors, the operators'
+ * health and metrics routes, the public document and docs, then the API itself (key and rate limit,
+ * routes and validation from openapi.yaml, the handlers), and its 404 and 405 answers. What it uses
+ * for its life (database, render pool, metrics) comes in `context`: the server opens and closes it
+ * (src/context.ts, `openServerContext`), and so do the tests.
  */
-export async function buildApp({ config, db, logStream, metrics = createMetrics(db) }: AppDependencies): Promise<FastifyInstance> {
+export async function buildApp(context: AppContext, { logStream }: AppOptions = {}): Promise<FastifyInstance> {
+  const { config, db, metrics } = context;
   let draining = false;
   const app = Fastify({
     logger: {
@@ -112,7 +110,7 @@ export async function buildApp({ config, db, logStream, metrics = createMetrics(
   await app.register(swagger, { mode: 'static', specification: { document: docsDocument as never } });
   await app.register(swaggerUi, { routePrefix: `${apiPrefix}/docs` });
 
-  const handlers = createHandlers({ db, config });
+  const handlers = createHandlers({ db, config, renderPool: context.renderPool });
   const declaredMethods = declaredPathMatchers(document);
   await app.register(async (api) => {
     // Every answer of the API, 404 and 405 included, comes after the key and the rate limit: a

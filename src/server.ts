@@ -1,10 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp, apiPrefix } from './app';
+import { apiPrefix, buildApp } from './app';
 import { loadConfig } from './config';
-import { openDatabase } from './database';
-import { deleteIdleBuckets } from '../db/api-keys';
-import { seedDemoOnFirstStart } from './demo';
-import { startWebhookDelivery } from './webhooks/worker';
+import { openServerContext } from './context';
 
 /**
  * Stops accepting connections, lets the requests in flight finish, closes keep-alive connections
@@ -28,44 +25,38 @@ async function closeWithin(app: FastifyInstance, deadlineMs: number): Promise<vo
   clearInterval(reaper);
 }
 
-/** `make run` / `npm start`: database (embedded unless DATABASE_URL), migrations, demo, server. */
+/** The lines `make run` prints once the server listens. */
+function welcome(base: string, context: Awaited<ReturnType<typeof openServerContext>>): string {
+  const lines = ['', `API partenaires prête : ${base}`, `Documentation : ${base}/docs   (document : ${base}/openapi.yaml)`];
+  const demo = context.demo;
+  if (demo) {
+    lines.push(
+      `Organisation de démonstration : ${demo.orgName} (${demo.orgId})`,
+      `  clé lecture  : ${demo.readKey}`,
+      `  clé écriture : ${demo.writeKey}`,
+      `Essai : curl -H "Authorization: Bearer ${demo.readKey}" "${base}/summary"`,
+    );
+  }
+  return lines.join('\n') + '\n\n';
+}
+
+/** `make run` / `npm start`: settings, the context (database, demo, workers), the app, listen, stop on a signal. */
 async function main(): Promise<void> {
   const config = loadConfig();
+  const context = await openServerContext(config);
+  const app = await buildApp(context);
+  context.useLogger(app.log);
+
   let stopping = false;
-  let log: { warn(object: object, message: string): void } | null = null;
-  const database = await openDatabase(config, {
-    poolSize: 20,
-    serving: true,
-    // While stopping, the database closing our connections is expected (Ctrl-C reaches both).
-    onConnectionLost: (error) => { if (!stopping) log?.warn({ err: { message: error.message } }, 'connexion inactive à la base perdue : elle sera rouverte'); },
-  });
-  const demo = await seedDemoOnFirstStart(database.db, config);
-  const app = await buildApp({ config, db: database.db });
-  log = app.log;
-  const webhooks = await startWebhookDelivery({
-    connectionString: database.connectionString, db: database.db, config, log: app.log,
-    onAttempts: (succeeded, failed) => {
-      app.metrics.webhookAttempts.inc({ outcome: 'succeeded' }, succeeded);
-      app.metrics.webhookAttempts.inc({ outcome: 'failed' }, failed);
-    },
-  });
-
-  const sweeper = setInterval(() => {
-    deleteIdleBuckets(database.db, config.rateLimitWindowSeconds).catch((error) => app.log.warn({ err: { message: error.message } }, 'nettoyage des compteurs de débit'));
-  }, 60_000);
-  sweeper.unref();
-
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     const started = Date.now();
     app.log.info(`${signal} reçu : arrêt propre (au plus ${Math.ceil(config.shutdownTimeoutMs / 1000)} s pour les requêtes en cours)`);
     app.startDraining();
-    clearInterval(sweeper);
     await closeWithin(app, config.shutdownTimeoutMs);
     // The webhook attempts in flight get what is left of the deadline, and at least a second.
-    await webhooks.stop(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - started)));
-    await database.close();
+    await context.close(Math.max(1_000, config.shutdownTimeoutMs - (Date.now() - started)));
     app.log.info('arrêté');
     process.exit(0);
   };
@@ -75,21 +66,7 @@ async function main(): Promise<void> {
   await app.listen({ port: config.port, host: config.host });
   // The port actually bound: PORT=0 asks the system for a free one.
   const { port } = app.server.address() as { port: number };
-  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}${apiPrefix}`;
-  const lines = [
-    '',
-    `API partenaires prête : ${base}`,
-    `Documentation : ${base}/docs   (document : ${base}/openapi.yaml)`,
-  ];
-  if (demo) {
-    lines.push(
-      `Organisation de démonstration : ${demo.orgName} (${demo.orgId})`,
-      `  clé lecture  : ${demo.readKey}`,
-      `  clé écriture : ${demo.writeKey}`,
-      `Essai : curl -H "Authorization: Bearer ${demo.readKey}" "${base}/summary"`,
-    );
-  }
-  process.stdout.write(lines.join('\n') + '\n\n');
+  process.stdout.write(welcome(`http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}${apiPrefix}`, context));
 }
 
 main().catch((error) => {

@@ -18,7 +18,7 @@ describe('generated code and handlers follow openapi.yaml', () => {
     const document = loadOpenapiDocument();
     const operationIds = Object.values<Record<string, { operationId?: string }>>(document.paths)
       .flatMap((item) => Object.values(item).map((operation) => operation.operationId).filter(Boolean));
-    const handlers = createHandlers({ db: null as never, config: testConfig() });
+    const handlers = createHandlers({ db: null as never, config: testConfig(), renderPool: null as never });
     expect(Object.keys(handlers).sort()).toEqual([...operationIds].sort());
   });
 });

@@ -105,11 +105,3 @@ export function createRenderPool(size = defaultRenderWorkers()): RenderPool {
     },
   };
 }
-
-let shared: RenderPool | null = null;
-
-/** The process's pool: rendering capacity belongs to the process, whatever the number of apps. */
-export function sharedRenderPool(): RenderPool {
-  shared ??= createRenderPool();
-  return shared;
-}

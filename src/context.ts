@@ -1,0 +1,81 @@
+import { deleteIdleBuckets } from '../db/api-keys';
+import type { DB } from '../db/connection';
+import type { Config } from './config';
+import { openDatabase } from './database';
+import { type DemoKeys, seedDemoOnFirstStart } from './demo';
+import { createMetrics, type Metrics } from './metrics';
+import { createRenderPool, type RenderPool } from './pdf/render-pool';
+import { startWebhookDelivery } from './webhooks/worker';
+
+/** What the HTTP application uses (src/app.ts), passed in so that nothing of it is module-global. */
+export interface AppContext {
+  readonly config: Config;
+  readonly db: DB;
+  /** Worker threads that render the activity report's PDF off the event loop. */
+  readonly renderPool: RenderPool;
+  readonly metrics: Metrics;
+}
+
+/** The server's context: the application's, the demo keys of a first start, and the background work. */
+export interface ServerContext extends AppContext {
+  readonly demo: DemoKeys | null;
+  /** Where the background parts log (the server's logger, once it exists). */
+  useLogger(log: Logger): void;
+  /** Stops the background work (the webhook attempts in flight get `webhookTimeoutMs` at most), then the render pool and the database. */
+  close(webhookTimeoutMs: number): Promise<void>;
+}
+
+interface Logger {
+  debug(object: object, message: string): void;
+  info(object: object, message: string): void;
+  warn(object: object, message: string): void;
+}
+
+/**
+ * Everything a server holds for its life, opened here in the order it depends on and closed in
+ * `close` in the reverse order: the database (embedded unless DATABASE_URL; migrated), the demo
+ * organisation of a first start, the metrics, the PDF render pool, the webhook delivery worker and
+ * the sweeper of idle rate-limit counters.
+ */
+export async function openServerContext(config: Config): Promise<ServerContext> {
+  let log: Logger | null = null;
+  let closing = false;
+  const database = await openDatabase(config, {
+    poolSize: 20,
+    serving: true,
+    // While stopping, the database closing our connections is expected (Ctrl-C reaches both).
+    onConnectionLost: (error) => { if (!closing) log?.warn({ err: { message: error.message } }, 'connexion inactive à la base perdue : elle sera rouverte'); },
+  });
+  const demo = await seedDemoOnFirstStart(database.db, config);
+  const metrics = createMetrics(database.db);
+  const renderPool = createRenderPool();
+  const forwardingLog: Logger = {
+    debug: (object, message) => log?.debug(object, message),
+    info: (object, message) => log?.info(object, message),
+    warn: (object, message) => log?.warn(object, message),
+  };
+  const webhooks = await startWebhookDelivery({
+    connectionString: database.connectionString, db: database.db, config, log: forwardingLog,
+    onAttempts: (succeeded, failed) => {
+      metrics.webhookAttempts.inc({ outcome: 'succeeded' }, succeeded);
+      metrics.webhookAttempts.inc({ outcome: 'failed' }, failed);
+    },
+  });
+  const sweeper = setInterval(() => {
+    deleteIdleBuckets(database.db, config.rateLimitWindowSeconds)
+      .catch((error) => log?.warn({ err: { message: error.message } }, 'nettoyage des compteurs de débit'));
+  }, 60_000);
+  sweeper.unref();
+
+  return {
+    config, db: database.db, renderPool, metrics, demo,
+    useLogger(logger) { log = logger; },
+    async close(webhookTimeoutMs) {
+      closing = true;
+      clearInterval(sweeper);
+      await webhooks.stop(webhookTimeoutMs);
+      await renderPool.close();
+      await database.close();
+    },
+  };
+}
