@@ -1,3 +1,4 @@
+import type { components } from '../codegen/openapi';
 import { sql } from 'kysely';
 import type { DB } from './connection';
 import { recordEvent } from './webhooks';
@@ -29,16 +30,7 @@ export interface EnrolmentCandidate {
 }
 
 /** The `member` object of the contract. */
-export interface Member {
-  id: string;
-  user_id: string;
-  email: string;
-  nom: string | null;
-  statut: 'actif' | 'invité';
-  licence_type: LicenceType;
-  programmes: string[];
-  inscrit_le: string;
-}
+export type Member = components['schemas']['Member'];
 
 export type EnrolmentOutcome =
   | { kind: 'enrolled'; status: 'active' | 'pending'; member: Member }

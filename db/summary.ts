@@ -1,10 +1,9 @@
 import { sql } from 'kysely';
+import type { components } from '../codegen/openapi';
 import type { DB } from './connection';
 
-export interface Summary {
-  utilisateurs: { total: number; actifs: number };
-  licences: Record<'standard' | 'tutorat', { total: number; disponibles: number; utilisees: number }>;
-}
+/** The `data` of the `summary` resource, as the contract defines it. */
+export type Summary = components['schemas']['SummaryData'];
 
 /**
  * The organisation's counts, from the same rows as `users`: learners and their statuses, and the

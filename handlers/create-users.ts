@@ -1,15 +1,13 @@
 import { fullFormats } from 'ajv-formats/dist/formats.js';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { components } from '../codegen/openapi';
 import {
   type EnrolmentCandidate, type EnrolmentOutcome, type EnrolmentRules, InsufficientLicences, enrolLearners, loadEnrolmentRules,
 } from '../db/enrolment';
 import { canonicalEmail } from '../db/learners';
 import { ApiError } from '../src/errors';
-import type { Handler, HandlerContext } from './context';
+import type { HandlerContext, JsonAnswerOf, OperationHandler } from './context';
 
 type EnrolmentRequest = components['schemas']['EnrolmentRequest'];
-type BulkEnrolmentRequest = components['schemas']['BulkEnrolmentRequest'];
 type BulkEnrolmentResult = components['schemas']['BulkEnrolmentResult'];
 
 /** The same rule as the `email` query parameter (ajv-formats' `email`), plus the SMTP length limit. */
@@ -57,10 +55,10 @@ function outcomeError(outcome: Exclude<EnrolmentOutcome, { kind: 'enrolled' }>):
  * POST /users: one learner (`{email, programme_slugs?}`, 201 or an error) or a batch (`{users,
  * atomic?}`, 200 with a result per row; `atomic` turns any row error into a refusal of the batch).
  */
-export function createCreateUsers({ db }: HandlerContext): Handler {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
+export function createCreateUsers({ db }: HandlerContext): OperationHandler<'createUsers'> {
+  return async (request, reply) => {
     const orgId = request.caller.orgId;
-    const body = request.body as EnrolmentRequest | BulkEnrolmentRequest;
+    const body = request.body;
     const rows = 'users' in body ? body.users : [body];
     const rules = await loadEnrolmentRules(db, orgId, rows.flatMap((row) => row.programme_slugs ?? []));
 
@@ -69,7 +67,7 @@ export function createCreateUsers({ db }: HandlerContext): Handler {
       if (row.error) throw row.error;
       const [outcome] = await enrolLearners(db, { orgId, candidates: [row.candidate], atomic: false });
       if (outcome!.kind !== 'enrolled') throw outcomeError(outcome!);
-      return reply.code(201).send({ member: outcome!.member, status: outcome!.status });
+      return reply.code(201).send({ member: outcome!.member, status: outcome!.status } satisfies JsonAnswerOf<'createUsers'>);
     }
 
     const atomic = body.atomic ?? false;
@@ -96,6 +94,6 @@ export function createCreateUsers({ db }: HandlerContext): Handler {
       return { email: row.email, member_id: null, error: (row.error ?? outcomeError(outcome!)).message };
     });
     const enrolled = results.filter((result) => result.status !== undefined).length;
-    return reply.code(200).send({ summary: { requested: results.length, enrolled, failed: results.length - enrolled }, results });
+    return { summary: { requested: results.length, enrolled, failed: results.length - enrolled }, results };
   };
 }

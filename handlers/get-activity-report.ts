@@ -1,18 +1,17 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { gatherActivityReport } from '../db/activity-report';
 import { ApiError } from '../src/errors';
 import { formatParisDateTime } from '../db/paris-time';
 import { activityReportFileName, pdfAttachmentHeaders } from '../src/pdf/report-file-name';
-import type { Handler, HandlerContext } from './context';
-import { type ListQuery, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
+import type { HandlerContext, OperationHandler } from './context';
+import { requestedYear, resolveLearner, resolveProgramme } from './request-scope';
 
 /**
  * `GET /activity-report`: one learner's audit PDF for a year, built from the list resources' rows
  * and rendered off the event loop by the context's worker pool.
  */
-export function createGetActivityReport(context: HandlerContext): Handler {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    const query = request.query as ListQuery;
+export function createGetActivityReport(context: HandlerContext): OperationHandler<'getActivityReport'> {
+  return async (request, reply) => {
+    const query = request.query;
     if (!query.email && !query.user_id) throw new ApiError('learner_identifier_missing');
     const learner = (await resolveLearner(context, request, query))!;
     const programmeId = await resolveProgramme(context, request, query.programme);

@@ -1,17 +1,16 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { getSummary } from '../db/summary';
 import { csvAttachmentHeaders, csvStream, flattenObject } from '../src/csv';
-import type { Handler, HandlerContext } from './context';
-import { buildMeta, type ListQuery, requestedYear, resolveLearner } from './request-scope';
+import type { HandlerContext, OperationHandler } from './context';
+import { buildMeta, requestedYear, resolveLearner } from './request-scope';
 
 /** GET /summary: the organisation's (or one learner's) counts; `year`, `updated_since`, `programme` do not apply. */
-export function createGetSummary(context: HandlerContext): Handler {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    const query = request.query as ListQuery;
+export function createGetSummary(context: HandlerContext): OperationHandler<'getSummary'> {
+  return async (request, reply) => {
+    const query = request.query;
     const learner = await resolveLearner(context, request, query);
     const summary = await getSummary(context.db, request.caller.orgId, learner?.membershipId ?? null);
     if (query.format === 'csv') {
-      const row = flattenObject(summary as never);
+      const row = flattenObject(summary);
       async function* oneChunk() { yield [row]; }
       return reply.headers(csvAttachmentHeaders('summary.csv')).send(csvStream(Object.keys(row), oneChunk()));
     }

@@ -1,15 +1,21 @@
-import type { FastifyRequest } from 'fastify';
+import type { components } from '../codegen/openapi';
 import { ApiError } from '../src/errors';
-import type { Handler } from './context';
+import type { OperationHandler } from './context';
 
-/** Every resource name of GET /{resource}, in the contract's order. */
+type ResourceName = components['schemas']['UnknownResourceError']['available'][number];
+
+/** Every resource name of GET /{resource}, in the contract's order (the contract's own list, checked both ways). */
 export const resourceNames = [
   'learners', 'users', 'summary', 'attendance', 'evaluations', 'quiz-answers', 'documents',
   'satisfaction', 'enrollments', 'progress', 'logins', 'tutoring-ratings', 'lesson-ratings',
-] as const;
+] as const satisfies readonly ResourceName[];
+type Missing = Exclude<ResourceName, (typeof resourceNames)[number]>;
+// Names a resource of the contract missing from the list, if any: then `true` does not fit.
+const noResourceMissing: [Missing] extends [never] ? true : Missing = true;
+void noResourceMissing;
 
 /** GET /{resource} for a name that is none of the resources (the known ones have their own route). */
-export const getUnknownResource: Handler = async (request: FastifyRequest) => {
-  const { resource } = request.params as { resource: string };
+export const getUnknownResource: OperationHandler<'getUnknownResource'> = async (request) => {
+  const { resource } = request.params;
   throw new ApiError('unknown_resource', `Ressource « ${resource} » inconnue.`, { available: [...resourceNames] });
 };

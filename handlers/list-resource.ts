@@ -1,48 +1,83 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { components } from '../codegen/openapi';
 import type { ResourceDefinition } from '../db/resources/definition';
 import { countResourceRows, pageResourceRows, streamRowChunks } from '../db/resources/list';
 import { csvAttachmentHeaders, csvStream } from '../src/csv';
-import type { Handler, HandlerContext } from './context';
+import type { HandlerContext, JsonAnswerOf, ListQuery, Meta, OperationHandler, OperationId, QueryOf } from './context';
 import { nextPageLink } from './next-page-link';
-import { buildMeta, type ListQuery, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
+import { buildMeta, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
 
 const defaultLimit = 100;
 
+/** The operations that answer a page of rows: every list resource. */
+export type ListOperationId = {
+  [Id in OperationId]: [JsonAnswerOf<Id>] extends [never] ? never : JsonAnswerOf<Id> extends { pagination: unknown; data: unknown[] } ? Id : never;
+}[OperationId];
+/** The row of a list operation, and its resource's wire name, as the contract defines them. */
+export type RowOf<Id extends ListOperationId> = JsonAnswerOf<Id> extends { data: (infer Row)[] } ? Row : never;
+export type ResourceNameOf<Id extends ListOperationId> = JsonAnswerOf<Id> extends { resource: infer Name } ? Name : never;
+
+/** The one envelope of every list operation, around its rows. */
+export interface ListEnvelope<Id extends ListOperationId> {
+  resource: ResourceNameOf<Id>;
+  meta: Meta;
+  pagination: components['schemas']['Pagination'];
+  data: RowOf<Id>[];
+}
+
+/**
+ * Every list operation takes the one query string and answers the one envelope (checked here for
+ * each, at compile time): the one list handler may then serve all of them.
+ */
+type NotTheSameShape = { [Id in ListOperationId]: QueryOf<Id> extends ListQuery ? ListQuery extends QueryOf<Id> ? ListEnvelope<Id> extends JsonAnswerOf<Id> ? never : Id : Id : Id }[ListOperationId];
+// Names the operations that differ, if any: then `true` does not fit and the build fails.
+const everyListHasTheSameShape: [NotTheSameShape] extends [never] ? true : NotTheSameShape = true;
+void everyListHasTheSameShape;
+
 /**
  * The one handler of every list resource: resolves the learner and programme filters, then answers
- * the JSON envelope (a page, with the cap behind `meta.truncated`) or streams the CSV export.
+ * the JSON envelope (a page, with the cap behind `meta.truncated`) or streams the CSV export. The
+ * definition's rows and name are those the operation's contract gives.
  */
-export function createListHandler<Row extends Record<string, unknown>>(definition: ResourceDefinition<Row>, context: HandlerContext): Handler {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    const query = request.query as ListQuery;
+export function createListHandler<Id extends ListOperationId>(
+  _operationId: Id,
+  definition: ResourceDefinition<RowOf<Id> & Record<string, unknown>, ResourceNameOf<Id> & string>,
+  context: HandlerContext,
+): OperationHandler<Id> {
+  const resource = definition as unknown as ResourceDefinition;
+  const handler = async (request: FastifyRequest<{ Querystring: ListQuery }>, reply: FastifyReply) => {
+    const query = request.query;
     const { db, config } = context;
     const year = requestedYear(query);
     const learner = await resolveLearner(context, request, query);
-    const programmeSlug = definition.filtersByProgramme ? query.programme ?? null : null;
+    const programmeSlug = resource.filtersByProgramme ? query.programme ?? null : null;
     const programmeId = await resolveProgramme(context, request, programmeSlug);
-    const updatedSince = definition.filtersByUpdatedSince ? query.updated_since ?? null : null;
+    const updatedSince = resource.filtersByUpdatedSince ? query.updated_since ?? null : null;
     const filter = { orgId: request.caller.orgId, year, updatedSince, membershipId: learner?.membershipId ?? null, programmeId };
     // One learner's rows are never capped: the cap bounds organisation-wide aggregation only.
     const cap = learner ? null : config.aggregationCap;
 
     if (query.format === 'csv') {
-      const fileName = `${definition.name}-${definition.filtersByYear ? year : 'tous'}.csv`;
-      return reply.headers(csvAttachmentHeaders(fileName)).send(csvStream(definition.columns, streamRowChunks(db, definition.select(db, filter), cap)));
+      const fileName = `${resource.name}-${resource.filtersByYear ? year : 'tous'}.csv`;
+      return reply.headers(csvAttachmentHeaders(fileName)).send(csvStream(resource.columns, streamRowChunks(db, resource.select(db, filter), cap)));
     }
 
     const limit = query.limit ?? defaultLimit;
     const offset = query.offset ?? 0;
     const [counted, data] = await Promise.all([
-      countResourceRows(db, definition as ResourceDefinition, filter, cap),
-      pageResourceRows(db, definition as ResourceDefinition, filter, limit, offset, cap),
+      countResourceRows(db, resource, filter, cap),
+      pageResourceRows(db, resource, filter, limit, offset, cap),
     ]);
     const hasMore = offset + data.length < counted.total;
     if (hasMore) reply.header('Link', nextPageLink(request, offset + data.length));
-    return {
+    const envelope: ListEnvelope<Id> = {
       resource: definition.name,
       meta: buildMeta(request, { year, truncated: counted.truncated, updatedSince, learner, programme: programmeSlug }),
       pagination: { limit, offset, count: data.length, total: counted.total, has_more: hasMore },
-      data,
+      data: data as RowOf<Id>[],
     };
+    return envelope;
   };
+  // Generic code cannot see through QueryOf<Id> and JsonAnswerOf<Id>; the check above proves both for each list.
+  return handler as unknown as OperationHandler<Id>;
 }

@@ -3,19 +3,7 @@ import { findLearner, type LearnerIdentity } from '../db/learners';
 import { findProgrammeId } from '../db/programmes';
 import { ApiError } from '../src/errors';
 import { currentParisYear, formatParisDateTime } from '../db/paris-time';
-import type { HandlerContext } from './context';
-
-/** The query parameters shared by the list resources and the summary, as validated by the document. */
-export interface ListQuery {
-  format?: 'json' | 'csv';
-  year?: number;
-  limit?: number;
-  offset?: number;
-  updated_since?: string;
-  email?: string;
-  user_id?: string;
-  programme?: string;
-}
+import type { HandlerContext, ListQuery, Meta } from './context';
 
 /** The learner named by `email` / `user_id`, or null for the organisation; 404 when unknown here. */
 export async function resolveLearner(context: HandlerContext, request: FastifyRequest, query: ListQuery): Promise<LearnerIdentity | null> {
@@ -37,16 +25,6 @@ export async function resolveProgramme(context: HandlerContext, request: Fastify
     throw new ApiError('unknown_programme', `Paramètre « programme » invalide : aucun programme « ${slug} » dans votre organisation.`);
   }
   return programmeId;
-}
-
-export interface Meta {
-  org_name: string;
-  year: number;
-  generated_at: string;
-  truncated: boolean;
-  updated_since: string | null;
-  learner?: { user_id: string; email: string | null };
-  programme: string | null;
 }
 
 export function buildMeta(

@@ -24,7 +24,7 @@ export function attendanceInScope(db: DB, filter: ResourceFilter) {
     .orderBy('ts.starts_at').orderBy('ts.title').orderBy('ts.id').orderBy('a.email');
 }
 
-export const attendanceResource: ResourceDefinition<AttendanceRow> = {
+export const attendanceResource: ResourceDefinition<AttendanceRow, 'attendance'> = {
   name: 'attendance',
   columns: ['apprenant', 'email', 'seance', 'programme', 'programme_slug', 'date', 'duree_prevue_min', 'present', 'temps_connecte_min', 'signe_apprenant', 'signe_formateur'],
   filtersByYear: true,

@@ -1,5 +1,5 @@
 import type { SelectQueryBuilder } from 'kysely';
-import type { DB, Database } from '../connection';
+import type { DB } from '../connection';
 
 /** What one list request asks of a resource, resolved and scoped to the caller's organisation. */
 export interface ResourceFilter {
@@ -19,8 +19,9 @@ export interface ResourceFilter {
  * The shared machinery (db/resources/list.ts, handlers/list-resource.ts) does the rest: paging,
  * the cap, meta, CSV. Adding a resource is one file of this shape.
  */
-export interface ResourceDefinition<Row extends Record<string, unknown> = Record<string, unknown>> {
-  readonly name: string;
+export interface ResourceDefinition<Row extends Record<string, unknown> = Record<string, unknown>, Name extends string = string> {
+  /** The wire name (`resource` of the envelope). */
+  readonly name: Name;
   readonly columns: readonly (keyof Row & string)[];
   /** Whether `year` applies (false for `users`). */
   readonly filtersByYear: boolean;
@@ -34,19 +35,19 @@ export interface ResourceDefinition<Row extends Record<string, unknown> = Record
    * the select list and drops the order, so the FROM/WHERE/GROUP BY alone must define the rows (no
    * DISTINCT in the select list); per-row lookups belong in the select list as scalar subqueries.
    */
-  select(db: DB, filter: ResourceFilter): SelectQueryBuilder<Database, any, Row>;
+  select(db: DB, filter: ResourceFilter): SelectQueryBuilder<any, any, Row>;
   /**
    * Optional, for resources whose rows cost more to build than to find: the filter's rows as their
    * unique keys only, in the same order and with the fewest joins. Counting reads these.
    */
-  keys?(db: DB, filter: ResourceFilter): SelectQueryBuilder<Database, any, any>;
+  keys?(db: DB, filter: ResourceFilter): SelectQueryBuilder<any, any, any>;
   /** Optional, instead of `keys`: the number of the filter's rows, computed without listing them. */
   count?(db: DB, filter: ResourceFilter): Promise<number>;
   /**
    * Optional: the rows of one window of the order, built for that window only (a deep offset then
    * skips cheap keys, not rendered rows). Same rows, same order as `select` with limit and offset.
    */
-  selectWindow?(db: DB, filter: ResourceFilter, window: RowWindow): SelectQueryBuilder<Database, any, Row>;
+  selectWindow?(db: DB, filter: ResourceFilter, window: RowWindow): SelectQueryBuilder<any, any, Row>;
 }
 
 /** A page of a resource's order. */

@@ -16,7 +16,7 @@ export function documentsInScope(db: DB, filter: ResourceFilter) {
     .orderBy('d.issued_at').orderBy('d.id');
 }
 
-export const documentsResource: ResourceDefinition<DocumentRow> = {
+export const documentsResource: ResourceDefinition<DocumentRow, 'documents'> = {
   name: 'documents',
   columns: ['apprenant', 'email', 'type', 'programme', 'programme_slug', 'emis_le', 'heures', 'score_completion'],
   filtersByYear: true,

@@ -40,7 +40,7 @@ export function enrolmentsInScope(db: DB, filter: ResourceFilter) {
     .orderBy('ey.natural_at').orderBy('ey.enrolment_id');
 }
 
-export const enrollmentsResource: ResourceDefinition<EnrollmentRow> = {
+export const enrollmentsResource: ResourceDefinition<EnrollmentRow, 'enrollments'> = {
   name: 'enrollments',
   columns: ['apprenant', 'email', 'programme', 'programme_slug', 'pourcentage', 'lecons_vues', 'lecons_total', 'complete', 'complete_le', 'derniere_activite_le', 'premiere_connexion_le', 'derniere_connexion_le'],
   filtersByYear: true,

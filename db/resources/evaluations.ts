@@ -19,7 +19,7 @@ export function attemptsInScope(db: DB, filter: ResourceFilter) {
     .orderBy('qa.completed_day').orderBy('qa.attempt_no').orderBy('qa.id');
 }
 
-export const evaluationsResource: ResourceDefinition<EvaluationRow> = {
+export const evaluationsResource: ResourceDefinition<EvaluationRow, 'evaluations'> = {
   name: 'evaluations',
   columns: ['apprenant', 'email', 'programme', 'programme_slug', 'module', 'lecon', 'tentative', 'score', 'reussi', 'date'],
   filtersByYear: true,

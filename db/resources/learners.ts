@@ -139,7 +139,7 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
  * One row per learner with the year's aggregates, each computed from the rows the detail resource
  * returns for that learner and year ("the figures agree"): the same scope builders are used.
  */
-export const learnersResource: ResourceDefinition<LearnerRow> = {
+export const learnersResource: ResourceDefinition<LearnerRow, 'learners'> = {
   name: 'learners',
   columns: ['nom', 'email', 'invite_le', 'inscrit_le', 'connexions', 'temps_actif_min', 'temps_cours_min', 'temps_labia_min', 'temps_tutorat_min',
     'programmes_suivis', 'programmes_completes', 'evaluations_reussies', 'evaluations_total', 'score_moyen', 'seances_tutorat', 'seances_present',
@@ -148,10 +148,10 @@ export const learnersResource: ResourceDefinition<LearnerRow> = {
   filtersByUpdatedSince: false,
   filtersByProgramme: false,
   select(db, filter) {
-    return db.selectFrom(learnerRows(db, filter, null).as('learners')).selectAll().orderBy('learners.email') as never;
+    return db.selectFrom(learnerRows(db, filter, null).as('learners')).selectAll().orderBy('learners.email');
   },
   keys: (db, filter) => membersInScope(db, filter).select('m.id'),
   selectWindow(db, filter, window) {
-    return db.selectFrom(learnerRows(db, filter, window).as('learners')).selectAll().orderBy('learners.email') as never;
+    return db.selectFrom(learnerRows(db, filter, window).as('learners')).selectAll().orderBy('learners.email');
   },
 };

@@ -16,7 +16,7 @@ export function lessonRatingsInScope(db: DB, filter: ResourceFilter) {
     .orderBy('lr.submitted_at').orderBy('lr.id');
 }
 
-export const lessonRatingsResource: ResourceDefinition<LessonRatingRow> = {
+export const lessonRatingsResource: ResourceDefinition<LessonRatingRow, 'lesson-ratings'> = {
   name: 'lesson-ratings',
   columns: ['apprenant', 'email', 'programme', 'programme_slug', 'module', 'lecon', 'note', 'commentaire', 'soumis_le'],
   filtersByYear: true,

@@ -19,7 +19,7 @@ export function loginsInScope(db: DB, filter: ResourceFilter) {
 // Whole minutes between the displayed start and end, so that `duree_min` = `fin` - `debut`.
 const durationMinutes = sql<number | null>`(extract(epoch from date_trunc('minute', lg.ended_at) - date_trunc('minute', lg.started_at)) / 60)::int`;
 
-export const loginsResource: ResourceDefinition<LoginRow> = {
+export const loginsResource: ResourceDefinition<LoginRow, 'logins'> = {
   name: 'logins',
   columns: ['apprenant', 'email', 'debut', 'fin', 'duree_min', 'ip', 'navigateur'],
   filtersByYear: true,

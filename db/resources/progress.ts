@@ -70,12 +70,28 @@ function lessonBlocks(filter: ResourceFilter): RawBuilder<unknown> {
     placed as (select *, (sum(n) over (order by rank) - n)::int as first from counted)`;
 }
 
+/** One row of a lesson block: the year row, its place in the order, and its learner. */
+interface ProgressBlockRow {
+  rank: number;
+  first: number;
+  lessons_total: number;
+  membership_id: string;
+  programme_id: string;
+  lesson_id: string;
+  visits: number;
+  active_minutes: number;
+  last_visit_at: Date;
+  name: string | null;
+  email: string;
+  nth: number;
+}
+
 /** The rows of the lessons of `placed` that overlap the window (all of them without a window). */
 function progressRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
   const overlaps = window ? sql`and b.first < ${window.offset + window.limit} and b.first + b.n > ${window.offset}` : sql``;
   const inWindow = window ? sql`where r.first + r.nth - 1 >= ${window.offset} and r.first + r.nth - 1 < ${window.offset + window.limit}` : sql``;
   const yearEnd = yearStart(filter.year + 1);
-  const rows = sql`(
+  const rows = sql<ProgressBlockRow>`(
     with ${lessonBlocks(filter)},
     blocks as (
       select b.rank, b.first, b.lessons_total, lpy.membership_id, lpy.programme_id, lpy.lesson_id,
@@ -90,39 +106,39 @@ function progressRows(db: DB, filter: ResourceFilter, window: RowWindow | null) 
     select r.* from blocks r ${inWindow}
   )`;
   return db.selectFrom(rows.as('lpy'))
-    .innerJoin('lessons as l', 'l.id', sql.ref('lpy.lesson_id') as never)
+    .innerJoin('lessons as l', 'l.id', 'lpy.lesson_id')
     .innerJoin('modules as mo', 'mo.id', 'l.module_id')
     .innerJoin('programmes as p', 'p.id', 'l.programme_id')
     // The state at the end of the year: the lesson viewed by then, the programme's lessons viewed by then.
-    .leftJoin('lesson_progress as lp', (join) => join.onRef('lp.membership_id', '=', sql.ref('lpy.membership_id') as never).onRef('lp.lesson_id', '=', 'l.id'))
+    .leftJoin('lesson_progress as lp', (join) => join.onRef('lp.membership_id', '=', 'lpy.membership_id').onRef('lp.lesson_id', '=', 'l.id'))
     .leftJoin('enrolment_years as ey', (join) => join
-      .onRef('ey.membership_id', '=', sql.ref('lpy.membership_id') as never)
+      .onRef('ey.membership_id', '=', 'lpy.membership_id')
       .onRef('ey.programme_id', '=', 'l.programme_id')
       .on('ey.year', '=', filter.year))
     .select([
-      sql<string | null>`lpy.name`.as('apprenant'),
-      sql<string>`lpy.email`.as('email'),
+      'lpy.name as apprenant',
+      'lpy.email as email',
       'p.title as programme',
       'p.slug as programme_slug',
       progressPercent(sql<number>`coalesce(ey.lessons_viewed, 0)`, sql<number>`lpy.lessons_total`).as('pourcentage_programme'),
       'mo.title as module',
       'l.title as lecon',
       ouiNon(sql`lp.viewed_at < ${yearEnd}`).as('vue'),
-      sql<number>`lpy.visits`.as('visites'),
-      sql<number>`lpy.active_minutes`.as('temps_min'),
+      'lpy.visits as visites',
+      'lpy.active_minutes as temps_min',
       parisDate(sql.ref('lpy.last_visit_at')).as('derniere_visite_le'),
     ])
-    .orderBy(sql`lpy.rank`).orderBy(sql`lpy.email`);
+    .orderBy('lpy.rank').orderBy('lpy.email');
 }
 
-export const progressResource: ResourceDefinition<ProgressRow> = {
+export const progressResource: ResourceDefinition<ProgressRow, 'progress'> = {
   name: 'progress',
   columns: ['apprenant', 'email', 'programme', 'programme_slug', 'pourcentage_programme', 'module', 'lecon', 'vue', 'visites', 'temps_min', 'derniere_visite_le'],
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
-  select: (db, filter) => progressRows(db, filter, null) as never,
-  selectWindow: (db, filter, window) => progressRows(db, filter, window) as never,
+  select: (db, filter) => progressRows(db, filter, null),
+  selectWindow: (db, filter, window) => progressRows(db, filter, window),
   async count(db, filter) {
     const result = await sql<{ n: number }>`with ${lessonBlocks(filter)} select coalesce(sum(n), 0)::int as n from placed`.execute(db);
     return result.rows[0]!.n;

@@ -20,7 +20,7 @@ export function answersInScope(db: DB, filter: ResourceFilter) {
     .orderBy('ans.attempt_day').orderBy('ans.attempt_no').orderBy('ans.attempt_id').orderBy('ans.position').orderBy('ans.id');
 }
 
-export const quizAnswersResource: ResourceDefinition<QuizAnswerRow> = {
+export const quizAnswersResource: ResourceDefinition<QuizAnswerRow, 'quiz-answers'> = {
   name: 'quiz-answers',
   columns: ['apprenant', 'email', 'programme', 'programme_slug', 'module', 'lecon', 'tentative', 'score_tentative', 'reussi', 'question', 'options', 'reponse_choisie', 'bonne_reponse', 'correct', 'repondu_le', 'date'],
   filtersByYear: true,

@@ -16,7 +16,7 @@ export function surveysInScope(db: DB, filter: ResourceFilter) {
     .orderBy('s.answered_at').orderBy('s.id');
 }
 
-export const satisfactionResource: ResourceDefinition<SatisfactionRow> = {
+export const satisfactionResource: ResourceDefinition<SatisfactionRow, 'satisfaction'> = {
   name: 'satisfaction',
   columns: ['apprenant', 'email', 'programme', 'programme_slug', 'note', 'nps', 'verbatim', 'repondu_le'],
   filtersByYear: true,

@@ -21,7 +21,7 @@ export function tutoringRatingsInScope(db: DB, filter: ResourceFilter) {
     .orderBy('tr.submitted_at').orderBy('tr.id');
 }
 
-export const tutoringRatingsResource: ResourceDefinition<TutoringRatingRow> = {
+export const tutoringRatingsResource: ResourceDefinition<TutoringRatingRow, 'tutoring-ratings'> = {
   name: 'tutoring-ratings',
   columns: ['apprenant', 'email', 'seance', 'programme', 'programme_slug', 'formateur', 'note_seance', 'note_formateur', 'commentaire', 'soumis_le'],
   filtersByYear: true,

@@ -9,7 +9,7 @@ export type UserRow = components['schemas']['UserRow'];
 /** The enrolment date of a membership: joined, else invited. Indexed as is (memberships_org_listing_idx). */
 export const membershipDate = sql<Date>`coalesce(m.joined_at, m.invited_at)`;
 
-export const usersResource: ResourceDefinition<UserRow> = {
+export const usersResource: ResourceDefinition<UserRow, 'users'> = {
   name: 'users',
   columns: ['nom', 'email', 'statut', 'licence_type', 'licence_statut', 'inscrit_le'],
   filtersByYear: false,
