@@ -1,99 +1,15 @@
-import { fullFormats } from 'ajv-formats/dist/formats.js';
-import type { components } from '../codegen/openapi';
-import {
-  type EnrolmentCandidate, type EnrolmentOutcome, type EnrolmentRules, InsufficientLicences, enrolLearners, loadEnrolmentRules,
-} from '../db/enrolment';
-import { canonicalEmail } from '../db/learners';
-import { ApiError } from '../src/errors';
+import { enrolBatch, enrolOne } from '../src/enrolment';
 import type { HandlerContext, JsonAnswerOf, OperationHandler } from './context';
-
-type EnrolmentRequest = components['schemas']['EnrolmentRequest'];
-type BulkEnrolmentResult = components['schemas']['BulkEnrolmentResult'];
-
-/** The same rule as the `email` query parameter (ajv-formats' `email`), plus the SMTP length limit. */
-const emailPattern = fullFormats.email as RegExp;
-const maxEmailLength = 254;
-
-type CheckedRow = { email: string } & ({ candidate: EnrolmentCandidate; error?: never } | { candidate?: never; error: ApiError });
-
-/**
- * The checks the schema leaves to the server, so that a bad row of a batch fails on its own: the
- * email (trimmed, any case) must be an address, in an allowed domain (the part after `@` equal to
- * one of them, any case; a subdomain is not its parent). An unknown programme is the client's
- * catalogue error, not the row's: it refuses the whole request (400, nothing written).
- */
-function checkRow(row: EnrolmentRequest, rules: EnrolmentRules, field: string): CheckedRow {
-  const email = canonicalEmail(row.email);
-  const slugs = [...new Set(row.programme_slugs ?? [])];
-  const unknown = slugs.find((slug) => !rules.programmeIdsBySlug.has(slug));
-  if (unknown !== undefined) {
-    throw new ApiError('unknown_programme', `Programme inconnu dans votre organisation : « ${unknown} » (${field}programme_slugs). Rien n’a été écrit.`);
-  }
-  if (email.length > maxEmailLength || !emailPattern.test(email)) {
-    return { email, error: new ApiError('invalid_email', `« ${email} » n’est pas une adresse électronique valide.`) };
-  }
-  const domain = email.slice(email.lastIndexOf('@') + 1);
-  if (rules.allowedEmailDomains.length > 0 && !rules.allowedEmailDomains.includes(domain)) {
-    return {
-      email,
-      error: new ApiError('email_domain_not_allowed',
-        `L’adresse « ${email} » n’appartient pas à un domaine autorisé pour votre organisation (domaines autorisés : ${rules.allowedEmailDomains.join(', ')}).`),
-    };
-  }
-  return { email, candidate: { email, programmes: slugs.map((slug) => ({ id: rules.programmeIdsBySlug.get(slug)!, slug })) } };
-}
-
-function outcomeError(outcome: Exclude<EnrolmentOutcome, { kind: 'enrolled' }>): ApiError {
-  switch (outcome.kind) {
-    case 'already_member': return new ApiError('already_member');
-    case 'duplicate': return new ApiError('already_member', 'Adresse déjà présente plus haut dans ce lot : l’apprenant n’y est traité qu’une fois.');
-    case 'no_licence': return new ApiError('no_licence_available');
-  }
-}
 
 /**
  * POST /users: one learner (`{email, programme_slugs?}`, 201 or an error) or a batch (`{users,
- * atomic?}`, 200 with a result per row; `atomic` turns any row error into a refusal of the batch).
+ * atomic?}`, 200 with a result per row); the rules and the transaction are src/enrolment.ts's.
  */
 export function createCreateUsers({ db }: HandlerContext): OperationHandler<'createUsers'> {
   return async (request, reply) => {
-    const orgId = request.caller.orgId;
     const body = request.body;
-    const rows = 'users' in body ? body.users : [body];
-    const rules = await loadEnrolmentRules(db, orgId, rows.flatMap((row) => row.programme_slugs ?? []));
-
-    if (!('users' in body)) {
-      const row = checkRow(body, rules, '');
-      if (row.error) throw row.error;
-      const [outcome] = await enrolLearners(db, { orgId, candidates: [row.candidate], atomic: false });
-      if (outcome!.kind !== 'enrolled') throw outcomeError(outcome!);
-      return reply.code(201).send({ member: outcome!.member, status: outcome!.status } satisfies JsonAnswerOf<'createUsers'>);
-    }
-
-    const atomic = body.atomic ?? false;
-    const checked = body.users.map((row, index) => checkRow(row, rules, `users[${index}].`));
-    if (atomic) {
-      const refused = checked.flatMap((row, index) => (row.error ? [`users[${index}] : ${row.error.message}`] : []));
-      if (refused.length > 0) {
-        throw new ApiError(checked.find((row) => row.error)!.error!.code, `Lot atomique refusé, personne n’a été inscrit. ${refused.join(' ; ')}`);
-      }
-    }
-    const candidates = checked.flatMap((row) => (row.candidate ? [row.candidate] : []));
-    let outcomes: EnrolmentOutcome[];
-    try {
-      outcomes = await enrolLearners(db, { orgId, candidates, atomic });
-    } catch (error) {
-      if (!(error instanceof InsufficientLicences)) throw error;
-      throw new ApiError('insufficient_licences',
-        `Licences disponibles insuffisantes pour ce lot atomique : ${error.needed} nécessaire(s), ${error.available} disponible(s). Personne n’a été inscrit.`);
-    }
-    const remaining = outcomes.values();
-    const results = checked.map((row): BulkEnrolmentResult => {
-      const outcome = row.error ? null : remaining.next().value!;
-      if (outcome?.kind === 'enrolled') return { email: row.email, status: outcome.status, member_id: outcome.member.id };
-      return { email: row.email, member_id: null, error: (row.error ?? outcomeError(outcome!)).message };
-    });
-    const enrolled = results.filter((result) => result.status !== undefined).length;
-    return { summary: { requested: results.length, enrolled, failed: results.length - enrolled }, results };
+    if ('users' in body) return enrolBatch(db, request.caller.orgId, body.users, body.atomic ?? false);
+    const enrolled = await enrolOne(db, request.caller.orgId, body);
+    return reply.code(201).send(enrolled satisfies JsonAnswerOf<'createUsers'>);
   };
 }
