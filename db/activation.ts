@@ -16,12 +16,10 @@ export interface Activation {
  * guarded updates take the row locks, so of two concurrent calls only one changes anything and
  * records the event; a later call does nothing.
  */
-export async function activateOnFirstLogin(
-  trx: DB,
-  login: { orgId: string; membershipId: string; at: Date },
-): Promise<Activation> {
+export async function activateOnFirstLogin(trx: DB, login: { orgId: string; membershipId: string; at: Date }): Promise<Activation> {
   const { orgId, membershipId, at } = login;
-  const learner = await trx.selectFrom('memberships as m')
+  const learner = await trx
+    .selectFrom('memberships as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .select(['a.id as user_id', 'a.email', 'a.name'])
     .where('m.id', '=', membershipId)
@@ -29,18 +27,21 @@ export async function activateOnFirstLogin(
     .executeTakeFirst();
   if (!learner) return { activated: false, eventId: null };
 
-  await trx.updateTable('accounts')
+  await trx
+    .updateTable('accounts')
     .set({ first_login_at: at })
     .where('id', '=', learner.user_id)
     .where('first_login_at', 'is', null)
     .execute();
-  const joined = await trx.updateTable('memberships')
+  const joined = await trx
+    .updateTable('memberships')
     .set({ status: 'actif', joined_at: at })
     .where('id', '=', membershipId)
     .where('status', '=', 'invité')
     .returning('id')
     .executeTakeFirst();
-  const licence = await trx.updateTable('licences')
+  const licence = await trx
+    .updateTable('licences')
     .set({ status: 'activée', activated_at: at })
     .where('membership_id', '=', membershipId)
     .where('org_id', '=', orgId)

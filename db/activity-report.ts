@@ -1,6 +1,15 @@
 import {
-  attendanceResource, documentsResource, enrollmentsResource, evaluationsResource, learnersResource, lessonRatingsResource, loginsResource,
-  progressResource, quizAnswersResource, satisfactionResource, tutoringRatingsResource,
+  attendanceResource,
+  documentsResource,
+  enrollmentsResource,
+  evaluationsResource,
+  learnersResource,
+  lessonRatingsResource,
+  loginsResource,
+  progressResource,
+  quizAnswersResource,
+  satisfactionResource,
+  tutoringRatingsResource,
 } from './resources';
 import type { ResourceDefinition, ResourceFilter } from './resources/definition';
 import type { LearnerIdentity } from './learners';
@@ -61,31 +70,55 @@ function rowsOf<Row extends Record<string, unknown>>(db: DB, definition: Resourc
  */
 export async function gatherActivityReport(db: DB, scope: ActivityReportScope): Promise<ActivityReportData> {
   const filter: ResourceFilter = {
-    orgId: scope.orgId, year: scope.year, updatedSince: null, membershipId: scope.learner.membershipId, programmeId: scope.programmeId,
+    orgId: scope.orgId,
+    year: scope.year,
+    updatedSince: null,
+    membershipId: scope.learner.membershipId,
+    programmeId: scope.programmeId,
   };
-  return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(async (trx) => {
-    const programme = scope.programmeId === null ? null : await trx.selectFrom('programmes')
-      .select(['slug', 'title']).where('id', '=', scope.programmeId).where('org_id', '=', scope.orgId).executeTakeFirstOrThrow();
-    // One connection, one query at a time: a transaction's queries cannot run in parallel.
-    const [summary] = await rowsOf(trx, learnersResource, filter);
-    const enrollments = await rowsOf(trx, enrollmentsResource, filter);
-    const logins = await rowsOf(trx, loginsResource, filter);
-    const progress = await rowsOf(trx, progressResource, filter);
-    const evaluations = await rowsOf(trx, evaluationsResource, filter);
-    const quizAnswers = await rowsOf(trx, quizAnswersResource, filter);
-    const attendance = await rowsOf(trx, attendanceResource, filter);
-    const documents = await rowsOf(trx, documentsResource, filter);
-    const satisfaction = await rowsOf(trx, satisfactionResource, filter);
-    const tutoringRatings = await rowsOf(trx, tutoringRatingsResource, filter);
-    const lessonRatings = await rowsOf(trx, lessonRatingsResource, filter);
-    return {
-      organisationName: scope.orgName,
-      learner: { userId: scope.learner.userId, email: scope.learner.email, name: summary?.nom ?? null },
-      year: scope.year,
-      programme,
-      generatedAt: scope.generatedAt,
-      summary: summary ?? null,
-      enrollments, logins, progress, evaluations, quizAnswers, attendance, documents, satisfaction, tutoringRatings, lessonRatings,
-    };
-  });
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute(async (trx) => {
+      const programme =
+        scope.programmeId === null
+          ? null
+          : await trx
+              .selectFrom('programmes')
+              .select(['slug', 'title'])
+              .where('id', '=', scope.programmeId)
+              .where('org_id', '=', scope.orgId)
+              .executeTakeFirstOrThrow();
+      // One connection, one query at a time: a transaction's queries cannot run in parallel.
+      const [summary] = await rowsOf(trx, learnersResource, filter);
+      const enrollments = await rowsOf(trx, enrollmentsResource, filter);
+      const logins = await rowsOf(trx, loginsResource, filter);
+      const progress = await rowsOf(trx, progressResource, filter);
+      const evaluations = await rowsOf(trx, evaluationsResource, filter);
+      const quizAnswers = await rowsOf(trx, quizAnswersResource, filter);
+      const attendance = await rowsOf(trx, attendanceResource, filter);
+      const documents = await rowsOf(trx, documentsResource, filter);
+      const satisfaction = await rowsOf(trx, satisfactionResource, filter);
+      const tutoringRatings = await rowsOf(trx, tutoringRatingsResource, filter);
+      const lessonRatings = await rowsOf(trx, lessonRatingsResource, filter);
+      return {
+        organisationName: scope.orgName,
+        learner: { userId: scope.learner.userId, email: scope.learner.email, name: summary?.nom ?? null },
+        year: scope.year,
+        programme,
+        generatedAt: scope.generatedAt,
+        summary: summary ?? null,
+        enrollments,
+        logins,
+        progress,
+        evaluations,
+        quizAnswers,
+        attendance,
+        documents,
+        satisfaction,
+        tutoringRatings,
+        lessonRatings,
+      };
+    });
 }

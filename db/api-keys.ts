@@ -60,21 +60,45 @@ const keyAndCountStatement = `/* prepared:api_key_request */
            k.expires_at, coalesce(k.expires_at <= now(), false) as expired
     from api_keys k join organisations o on o.id = k.org_id
     where k.key_hash = $1
-  ), counted as (${takeFromBucket(`select 'key:' || found.id as bucket from found where not found.revoked and not found.expired`,
-    { requests: '$2::int', limit: '$3::int', windowSeconds: '$4::int' })})
+  ), counted as (${takeFromBucket(`select 'key:' || found.id as bucket from found where not found.revoked and not found.expired`, {
+    requests: '$2::int',
+    limit: '$3::int',
+    windowSeconds: '$4::int',
+  })})
   select found.*, counted.granted, counted.in_window, counted.reset_seconds
   from found left join counted on true`;
 
-export async function findKeyAndCountRequests(db: DB, keyHash: Buffer, requests: number, limit: number, windowSeconds: number): Promise<KeyLookup | null> {
+export async function findKeyAndCountRequests(
+  db: DB,
+  keyHash: Buffer,
+  requests: number,
+  limit: number,
+  windowSeconds: number,
+): Promise<KeyLookup | null> {
   const result = await db.executeQuery(CompiledQuery.raw(keyAndCountStatement, [keyHash, requests, limit, windowSeconds]));
-  const row = result.rows[0] as {
-    id: string; org_id: string; org_name: string; scopes: ApiScope[]; revoked: boolean;
-    expires_at: Date | null; expired: boolean; granted: number | null; in_window: number | null; reset_seconds: number | null;
-  } | undefined;
+  const row = result.rows[0] as
+    | {
+        id: string;
+        org_id: string;
+        org_name: string;
+        scopes: ApiScope[];
+        revoked: boolean;
+        expires_at: Date | null;
+        expired: boolean;
+        granted: number | null;
+        in_window: number | null;
+        reset_seconds: number | null;
+      }
+    | undefined;
   if (!row) return null;
   return {
-    id: row.id, orgId: row.org_id, orgName: row.org_name, scopes: row.scopes, revoked: row.revoked,
-    expiresAt: row.expires_at, expired: row.expired,
+    id: row.id,
+    orgId: row.org_id,
+    orgName: row.org_name,
+    scopes: row.scopes,
+    revoked: row.revoked,
+    expiresAt: row.expires_at,
+    expired: row.expired,
     counted: row.granted === null ? null : { granted: row.granted, inWindow: row.in_window!, resetSeconds: row.reset_seconds! },
   };
 }
@@ -90,34 +114,45 @@ export async function countRequest(db: DB, bucket: string, limit: number, window
 
 /** Buckets whose every counted second has left the window are of no use to anyone. */
 export async function deleteIdleBuckets(db: DB, windowSeconds: number): Promise<void> {
-  await sql`delete from rate_limit_slots where newest_second < floor(extract(epoch from clock_timestamp())) - ${windowSeconds} - 1`.execute(db);
+  await sql`delete from rate_limit_slots where newest_second < floor(extract(epoch from clock_timestamp())) - ${windowSeconds} - 1`.execute(
+    db,
+  );
 }
 
 export async function createApiKey(
   db: DB,
   key: { orgId: string; keyHash: Buffer; keyPrefix: string; label: string | null; scopes: ApiScope[]; expiresAt: string | null },
 ) {
-  return db.insertInto('api_keys')
+  return db
+    .insertInto('api_keys')
     .values({
-      org_id: key.orgId, key_hash: key.keyHash, key_prefix: key.keyPrefix, label: key.label, scopes: key.scopes,
+      org_id: key.orgId,
+      key_hash: key.keyHash,
+      key_prefix: key.keyPrefix,
+      label: key.label,
+      scopes: key.scopes,
       // An expiry date is the end of that day in Paris: the key works through the whole date.
-      expires_at: key.expiresAt === null ? null : sql<Date>`((${key.expiresAt}::date + 1)::timestamp at time zone 'Europe/Paris')` as never,
+      expires_at:
+        key.expiresAt === null ? null : (sql<Date>`((${key.expiresAt}::date + 1)::timestamp at time zone 'Europe/Paris')` as never),
     })
     .returning(['id', 'scopes', 'expires_at'])
     .executeTakeFirstOrThrow();
 }
 
 export async function listApiKeys(db: DB, orgId: string) {
-  return db.selectFrom('api_keys')
+  return db
+    .selectFrom('api_keys')
     .select(['id', 'key_prefix', 'label', 'scopes', 'expires_at', 'revoked_at', 'created_at'])
     .where('org_id', '=', orgId)
-    .orderBy('created_at').orderBy('id')
+    .orderBy('created_at')
+    .orderBy('id')
     .execute();
 }
 
 /** Revokes a key; returns false when no such key exists. Revoking twice keeps the first date. */
 export async function revokeApiKey(db: DB, keyId: string): Promise<boolean> {
-  const result = await db.updateTable('api_keys')
+  const result = await db
+    .updateTable('api_keys')
     .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` as never })
     .where('id', '=', keyId)
     .executeTakeFirst();

@@ -55,7 +55,11 @@ const reportOnStderr = (error: Error) => {
 export function createDb(connectionString: string, options: PoolOptions = {}): DB {
   const { poolSize = 10, connectTimeoutMs, queryTimeoutMs, onConnectionLost = reportOnStderr } = options;
   const pool = new pg.Pool({
-    connectionString, max: poolSize, application_name: 'partner-api', Client: PreparingClient, keepAlive: true,
+    connectionString,
+    max: poolSize,
+    application_name: 'partner-api',
+    Client: PreparingClient,
+    keepAlive: true,
     ...(connectTimeoutMs ? { connectionTimeoutMillis: connectTimeoutMs } : {}),
     ...(queryTimeoutMs ? { statement_timeout: queryTimeoutMs, query_timeout: queryTimeoutMs + 1000 } : {}),
   });
@@ -64,4 +68,3 @@ export function createDb(connectionString: string, options: PoolOptions = {}): D
   pool.on('error', onConnectionLost);
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool, cursor: Cursor }) });
 }
-

@@ -14,8 +14,14 @@ export interface EnrolmentRules {
 export async function loadEnrolmentRules(db: DB, orgId: string, slugs: string[]): Promise<EnrolmentRules> {
   const [organisation, programmes] = await Promise.all([
     db.selectFrom('organisations').select('allowed_email_domains').where('id', '=', orgId).executeTakeFirstOrThrow(),
-    slugs.length === 0 ? [] : db.selectFrom('programmes').select(['id', 'slug'])
-      .where('org_id', '=', orgId).where('slug', 'in', [...new Set(slugs)]).execute(),
+    slugs.length === 0
+      ? []
+      : db
+          .selectFrom('programmes')
+          .select(['id', 'slug'])
+          .where('org_id', '=', orgId)
+          .where('slug', 'in', [...new Set(slugs)])
+          .execute(),
   ]);
   return {
     allowedEmailDomains: organisation.allowed_email_domains.map((domain) => domain.toLowerCase()),
@@ -42,7 +48,10 @@ export type EnrolmentOutcome =
 
 /** An atomic batch needs more licences than the organisation has free: nothing was written. */
 export class InsufficientLicences extends Error {
-  constructor(readonly needed: number, readonly available: number) {
+  constructor(
+    readonly needed: number,
+    readonly available: number,
+  ) {
     super(`insufficient licences: ${needed} needed, ${available} available`);
     this.name = 'InsufficientLicences';
   }
@@ -143,7 +152,10 @@ async function findOrCreateAccounts(trx: DB, emails: string[]): Promise<Accounts
       a.first_login_at is not null
         or exists (select 1 from memberships o where o.account_id = a.id and o.status <> 'invité') as has_account
     from accounts a where a.email = any(${emails}::text[])`.execute(trx);
-  return { byEmail: new Map(accounts.rows.map((account) => [account.email, account])), created: new Set(created.rows.map((row) => row.id)) };
+  return {
+    byEmail: new Map(accounts.rows.map((account) => [account.email, account])),
+    created: new Set(created.rows.map((row) => row.id)),
+  };
 }
 
 /** Whether enrolling this account attaches a learner at once (`active`) rather than inviting one (`pending`). */
@@ -153,7 +165,11 @@ function isActive(account: AccountRow, accounts: Accounts): boolean {
 
 /** Memberships for the accounts not yet in the organisation, in request order; the others are "already a member". */
 async function addMemberships(
-  trx: DB, orgId: string, accounts: Accounts, firstIndexByEmail: Map<string, number>, outcomes: (EnrolmentOutcome | null)[],
+  trx: DB,
+  orgId: string,
+  accounts: Accounts,
+  firstIndexByEmail: Map<string, number>,
+  outcomes: (EnrolmentOutcome | null)[],
 ): Promise<NewMember[]> {
   const all = [...accounts.byEmail.values()];
   const active = all.filter((account) => isActive(account, accounts)).map((account) => account.id);
@@ -202,11 +218,22 @@ async function takeFreeLicences(trx: DB, orgId: string, needed: number, atomic: 
 
 /** The first members in request order get the licences; the others are removed again, with the accounts created for them. */
 async function keepLicensedMembers(
-  trx: DB, members: NewMember[], licences: number, accounts: Accounts, outcomes: (EnrolmentOutcome | null)[],
+  trx: DB,
+  members: NewMember[],
+  licences: number,
+  accounts: Accounts,
+  outcomes: (EnrolmentOutcome | null)[],
 ): Promise<NewMember[]> {
   const unlicensed = members.slice(licences);
   if (unlicensed.length > 0) {
-    await trx.deleteFrom('memberships').where('id', 'in', unlicensed.map((member) => member.membership.id)).execute();
+    await trx
+      .deleteFrom('memberships')
+      .where(
+        'id',
+        'in',
+        unlicensed.map((member) => member.membership.id),
+      )
+      .execute();
     const orphans = unlicensed.map((member) => member.account.id).filter((id) => accounts.created.has(id));
     if (orphans.length > 0) await trx.deleteFrom('accounts').where('id', 'in', orphans).execute();
     for (const member of unlicensed) outcomes[member.index] = { kind: 'no_licence' };
@@ -224,13 +251,23 @@ async function assignLicences(trx: DB, licences: { id: string }[], members: NewM
 
 async function enrolInProgrammes(trx: DB, orgId: string, members: NewMember[], candidates: EnrolmentCandidate[]): Promise<void> {
   const enrolments = members.flatMap((member) =>
-    candidates[member.index]!.programmes.map((programme) => ({ org_id: orgId, membership_id: member.membership.id, programme_id: programme.id })));
+    candidates[member.index]!.programmes.map((programme) => ({
+      org_id: orgId,
+      membership_id: member.membership.id,
+      programme_id: programme.id,
+    })),
+  );
   if (enrolments.length > 0) await trx.insertInto('programme_enrolments').values(enrolments).execute();
 }
 
 /** `learner.enrolled` for each new member, in the same transaction, and its outcome (the contract's `member`). */
 async function recordEnrolments(
-  trx: DB, orgId: string, members: NewMember[], licences: { type: LicenceType }[], candidates: EnrolmentCandidate[], accounts: Accounts,
+  trx: DB,
+  orgId: string,
+  members: NewMember[],
+  licences: { type: LicenceType }[],
+  candidates: EnrolmentCandidate[],
+  accounts: Accounts,
   outcomes: (EnrolmentOutcome | null)[],
 ): Promise<void> {
   for (const [position, { index, account, membership }] of members.entries()) {
@@ -245,8 +282,14 @@ async function recordEnrolments(
       kind: 'enrolled',
       status,
       member: {
-        id: membership.id, user_id: account.id, email: account.email, nom: account.name,
-        statut: status === 'active' ? 'actif' : 'invité', licence_type: licences[position]!.type, programmes, inscrit_le: membership.inscrit_le,
+        id: membership.id,
+        user_id: account.id,
+        email: account.email,
+        nom: account.name,
+        statut: status === 'active' ? 'actif' : 'invité',
+        licence_type: licences[position]!.type,
+        programmes,
+        inscrit_le: membership.inscrit_le,
       },
     };
   }

@@ -20,7 +20,8 @@ export async function findLearner(
   orgId: string,
   by: { email?: string | null; userId?: string | null },
 ): Promise<LearnerIdentity | null> {
-  let query = db.selectFrom('memberships as m')
+  let query = db
+    .selectFrom('memberships as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .select(['m.id as membershipId', 'a.id as userId', 'a.email as email'])
     .where('m.org_id', '=', orgId);

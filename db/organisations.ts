@@ -3,7 +3,8 @@ import type { DB } from './connection';
 import type { LicenceType } from './tables';
 
 export async function createOrganisation(db: DB, organisation: { name: string; allowedEmailDomains: string[] }) {
-  return db.insertInto('organisations')
+  return db
+    .insertInto('organisations')
     .values({ name: organisation.name, allowed_email_domains: organisation.allowedEmailDomains })
     .returning(['id', 'name', 'allowed_email_domains'])
     .executeTakeFirstOrThrow();

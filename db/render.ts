@@ -25,7 +25,6 @@ export function ouiNon(condition: Expression<unknown> | RawBuilder<unknown>): Ra
   return sql<'Oui' | 'Non'>`case when ${condition} then 'Oui' else 'Non' end`;
 }
 
-
 /**
  * RFC 3339 with milliseconds and the Paris offset (`2026-01-14T09:05:21.640+01:00`): the date-time
  * format of webhook payloads, precise enough for receivers to order events. Paris is always ahead

@@ -11,11 +11,13 @@ export type Summary = components['schemas']['SummaryData'];
  * For one learner (membershipId), the counts of that learner and the licences they hold.
  */
 export async function getSummary(db: DB, orgId: string, membershipId: string | null): Promise<Summary> {
-  const learners = db.selectFrom('memberships')
+  const learners = db
+    .selectFrom('memberships')
     .select([sql<number>`count(*)::int`.as('total'), sql<number>`(count(*) filter (where status = 'actif'))::int`.as('actifs')])
     .where('org_id', '=', orgId)
     .$if(membershipId !== null, (q) => q.where('id', '=', membershipId!));
-  const licences = db.selectFrom('licences')
+  const licences = db
+    .selectFrom('licences')
     .select([
       'type',
       sql<number>`count(*)::int`.as('total'),

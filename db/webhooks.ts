@@ -32,7 +32,12 @@ export type EventLearner = components['schemas']['WebhookLearner'];
 
 /** The event types an endpoint can subscribe to; `ping` goes only to the endpoint being tested. */
 export const subscribableEventTypes = [
-  'quiz.completed', 'course.started', 'programme.completed', 'learner.enrolled', 'learner.activated', 'satisfaction.submitted',
+  'quiz.completed',
+  'course.started',
+  'programme.completed',
+  'learner.enrolled',
+  'learner.activated',
+  'satisfaction.submitted',
 ] as const satisfies readonly EventType[];
 
 export interface RecordedEvent {
@@ -66,10 +71,15 @@ function eventBodySql(event: {
  * One statement records the event, builds its body and fans it out to the endpoints (and asks, for
  * the commit, to wake the delivery workers up); a second queues the deliveries' jobs, if any.
  */
-export async function recordEvent<T extends EventType>(trx: DB, event: { orgId: string; type: T; data: EventData<T> }): Promise<RecordedEvent> {
+export async function recordEvent<T extends EventType>(
+  trx: DB,
+  event: { orgId: string; type: T; data: EventData<T> },
+): Promise<RecordedEvent> {
   if (!trx.isTransaction) return trx.transaction().execute((own) => recordEvent<T>(own, event));
   const dataJson = JSON.stringify(event.data);
-  const { rows: [recorded] } = await sql<RecordedEvent & { delivery_ids: string[] }>`
+  const {
+    rows: [recorded],
+  } = await sql<RecordedEvent & { delivery_ids: string[] }>`
     with recorded as (
       insert into events (org_id, type, data) values (${event.orgId}, ${event.type}, ${dataJson}::jsonb)
       returning id, type, created_at
@@ -87,7 +97,11 @@ export async function recordEvent<T extends EventType>(trx: DB, event: { orgId: 
       (select count(pg_notify(${deliveryChannel}, '')) from (select from deliveries limit 1) as some_delivery) as woken
     from envelope`.execute(trx);
   const { delivery_ids: deliveryIds, ...result } = recorded!;
-  await queueDeliveryJobs(trx, deliveryIds.map((id) => ({ id })), { wake: false });
+  await queueDeliveryJobs(
+    trx,
+    deliveryIds.map((id) => ({ id })),
+    { wake: false },
+  );
   return result;
 }
 // ---------------------------------------------------------------------------------------------
@@ -155,13 +169,17 @@ export async function queueDeliveryJobs(
 ): Promise<void> {
   if (deliveries.length === 0) return;
   jobWriter ??= new PgBoss({ db: { executeSql: () => Promise.reject(new Error('unused')) }, supervise: false, schedule: false });
-  await jobWriter.insert(deliveries.map((delivery) => ({
-    name: deliveryQueue,
-    data: { deliveryId: delivery.id } satisfies DeliveryJob,
-    singletonKey: delivery.id,
-    ...(delivery.startAfterSeconds ? { startAfter: String(delivery.startAfterSeconds) } : {}),
-  })), { db: kyselyExecutor(trx) });
-  if (options.wake !== false && deliveries.some((delivery) => !delivery.startAfterSeconds)) await sql`select pg_notify(${deliveryChannel}, '')`.execute(trx);
+  await jobWriter.insert(
+    deliveries.map((delivery) => ({
+      name: deliveryQueue,
+      data: { deliveryId: delivery.id } satisfies DeliveryJob,
+      singletonKey: delivery.id,
+      ...(delivery.startAfterSeconds ? { startAfter: String(delivery.startAfterSeconds) } : {}),
+    })),
+    { db: kyselyExecutor(trx) },
+  );
+  if (options.wake !== false && deliveries.some((delivery) => !delivery.startAfterSeconds))
+    await sql`select pg_notify(${deliveryChannel}, '')`.execute(trx);
 }
 // ---------------------------------------------------------------------------------------------
 // 3. Claim the due deliveries
@@ -195,8 +213,9 @@ export async function claimDeliveries(db: DB, ids: readonly string[], leaseSecon
       and d.status = 'pending' and e.enabled and d.next_attempt_at <= now()
       and (d.lease_expires_at is null or d.lease_expires_at <= now())
     returning d.id, d.endpoint_id, ev.type as event_type, d.body, e.url, d.lease_token,
-      array_remove(array[e.secret, case when e.previous_secret_expires_at > now() then e.previous_secret end], null) as secrets`
-    .execute(db);
+      array_remove(array[e.secret, case when e.previous_secret_expires_at > now() then e.previous_secret end], null) as secrets`.execute(
+    db,
+  );
   return result.rows;
 }
 
@@ -216,8 +235,13 @@ export interface AttemptOutcome {
 
 function attemptRow(deliveryId: string, outcome: AttemptOutcome) {
   return {
-    delivery_id: deliveryId, attempted_at: outcome.attemptedAt, duration_ms: outcome.durationMs, status_code: outcome.statusCode,
-    succeeded: outcome.succeeded, error: outcome.error, response_excerpt: outcome.responseExcerpt,
+    delivery_id: deliveryId,
+    attempted_at: outcome.attemptedAt,
+    duration_ms: outcome.durationMs,
+    status_code: outcome.statusCode,
+    succeeded: outcome.succeeded,
+    error: outcome.error,
+    response_excerpt: outcome.responseExcerpt,
   };
 }
 
@@ -234,7 +258,10 @@ export async function recordAttempts(
 ): Promise<void> {
   if (attempts.length === 0) return;
   await db.transaction().execute(async (trx) => {
-    await trx.insertInto('webhook_attempts').values(attempts.map((a) => attemptRow(a.delivery.id, a.outcome))).execute();
+    await trx
+      .insertInto('webhook_attempts')
+      .values(attempts.map((a) => attemptRow(a.delivery.id, a.outcome)))
+      .execute();
 
     const succeeded = attempts.filter((a) => a.outcome.succeeded);
     if (succeeded.length > 0) {
@@ -245,7 +272,9 @@ export async function recordAttempts(
         where d.id = s.id and d.lease_token = s.token`.execute(trx);
       // Written only when there is something to reset: a busy endpoint's row is not rewritten
       // (nor locked) by every success.
-      await trx.updateTable('webhook_endpoints').set({ consecutive_failures: 0 })
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({ consecutive_failures: 0 })
         .where('id', 'in', [...new Set(succeeded.map((a) => a.delivery.endpoint_id))])
         .where('consecutive_failures', '<>', 0)
         .execute();
@@ -264,8 +293,9 @@ export async function recordAttempts(
         lease_token = null, lease_expires_at = null
       from unnest(${failed.map((a) => a.delivery.id)}::uuid[], ${failed.map((a) => a.delivery.lease_token)}::uuid[]) as f(id, token)
       where d.id = f.id and d.lease_token = f.token
-      returning d.id, case when d.status = 'pending' then extract(epoch from d.next_attempt_at - now())::float8 end as "startAfterSeconds"`
-      .execute(trx);
+      returning d.id, case when d.status = 'pending' then extract(epoch from d.next_attempt_at - now())::float8 end as "startAfterSeconds"`.execute(
+      trx,
+    );
     const failuresByEndpoint = new Map<string, number>();
     for (const a of failed) failuresByEndpoint.set(a.delivery.endpoint_id, (failuresByEndpoint.get(a.delivery.endpoint_id) ?? 0) + 1);
     for (const [endpointId, failures] of failuresByEndpoint) {
@@ -277,7 +307,10 @@ export async function recordAttempts(
           disabled_reason = case when enabled and consecutive_failures + ${failures} >= ${policy.disableAfter} then 'failures' else disabled_reason end
         where id = ${endpointId}`.execute(trx);
     }
-    await queueDeliveryJobs(trx, retries.rows.filter((r) => r.startAfterSeconds !== null));
+    await queueDeliveryJobs(
+      trx,
+      retries.rows.filter((r) => r.startAfterSeconds !== null),
+    );
   });
 }
 
@@ -305,12 +338,21 @@ export async function requeueOverdueDeliveries(db: DB, options: { graceSeconds: 
 export const previousSecretValiditySeconds = 24 * 60 * 60;
 
 const endpointListing = [
-  'id', 'org_id', 'url', 'event_types', 'enabled', 'consecutive_failures', 'disabled_at', 'disabled_reason',
-  'previous_secret_expires_at', 'created_at',
+  'id',
+  'org_id',
+  'url',
+  'event_types',
+  'enabled',
+  'consecutive_failures',
+  'disabled_at',
+  'disabled_reason',
+  'previous_secret_expires_at',
+  'created_at',
 ] as const;
 
 export async function createEndpoint(db: DB, endpoint: { orgId: string; url: string; secret: string; eventTypes: readonly string[] }) {
-  return db.insertInto('webhook_endpoints')
+  return db
+    .insertInto('webhook_endpoints')
     .values({ org_id: endpoint.orgId, url: endpoint.url, secret: endpoint.secret, event_types: [...endpoint.eventTypes] })
     .returning(endpointListing)
     .executeTakeFirstOrThrow();
@@ -318,8 +360,13 @@ export async function createEndpoint(db: DB, endpoint: { orgId: string; url: str
 
 /** Endpoints of an organisation, without their secrets. */
 export async function listEndpoints(db: DB, orgId: string) {
-  return db.selectFrom('webhook_endpoints').select(endpointListing)
-    .where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute();
+  return db
+    .selectFrom('webhook_endpoints')
+    .select(endpointListing)
+    .where('org_id', '=', orgId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
 }
 
 export async function findEndpoint(db: DB, id: string) {
@@ -328,11 +375,14 @@ export async function findEndpoint(db: DB, id: string) {
 
 /** The operator disables an endpoint: nothing is attempted, pending deliveries are kept. */
 export async function disableEndpoint(db: DB, id: string) {
-  return (await db.updateTable('webhook_endpoints')
-    .set({ enabled: false, disabled_at: sql`coalesce(disabled_at, now())`, disabled_reason: sql`coalesce(disabled_reason, 'operator')` })
-    .where('id', '=', id)
-    .returning(endpointListing)
-    .executeTakeFirst()) ?? null;
+  return (
+    (await db
+      .updateTable('webhook_endpoints')
+      .set({ enabled: false, disabled_at: sql`coalesce(disabled_at, now())`, disabled_reason: sql`coalesce(disabled_reason, 'operator')` })
+      .where('id', '=', id)
+      .returning(endpointListing)
+      .executeTakeFirst()) ?? null
+  );
 }
 
 /**
@@ -341,15 +391,18 @@ export async function disableEndpoint(db: DB, id: string) {
  */
 export async function enableEndpoint(db: DB, id: string) {
   return db.transaction().execute(async (trx) => {
-    const endpoint = await trx.updateTable('webhook_endpoints')
+    const endpoint = await trx
+      .updateTable('webhook_endpoints')
       .set({ enabled: true, consecutive_failures: 0, disabled_at: null, disabled_reason: null })
       .where('id', '=', id)
       .returning(endpointListing)
       .executeTakeFirst();
     if (!endpoint) return null;
-    const pending = await trx.selectFrom('webhook_deliveries')
+    const pending = await trx
+      .selectFrom('webhook_deliveries')
       .select(['id', sql<number>`greatest(0, extract(epoch from next_attempt_at - now()))::float8`.as('startAfterSeconds')])
-      .where('endpoint_id', '=', id).where('status', '=', 'pending')
+      .where('endpoint_id', '=', id)
+      .where('status', '=', 'pending')
       .execute();
     for (let start = 0; start < pending.length; start += 1000) await queueDeliveryJobs(trx, pending.slice(start, start + 1000));
     return { ...endpoint, resumed_deliveries: pending.length };
@@ -358,30 +411,39 @@ export async function enableEndpoint(db: DB, id: string) {
 
 /** A new current secret; the old one keeps signing for 24 hours. */
 export async function rotateEndpointSecret(db: DB, id: string, newSecret: string) {
-  return (await db.updateTable('webhook_endpoints')
-    .set({
-      previous_secret: sql`secret`,
-      previous_secret_expires_at: sql`now() + make_interval(secs => ${previousSecretValiditySeconds})`,
-      secret: newSecret,
-    })
-    .where('id', '=', id)
-    .returning(endpointListing)
-    .executeTakeFirst()) ?? null;
+  return (
+    (await db
+      .updateTable('webhook_endpoints')
+      .set({
+        previous_secret: sql`secret`,
+        previous_secret_expires_at: sql`now() + make_interval(secs => ${previousSecretValiditySeconds})`,
+        secret: newSecret,
+      })
+      .where('id', '=', id)
+      .returning(endpointListing)
+      .executeTakeFirst()) ?? null
+  );
 }
 
 /** The test button: a signed `ping` event for this endpoint only, queued like any delivery. */
 export async function queuePing(db: DB, endpointId: string) {
   return db.transaction().execute(async (trx) => {
-    const endpoint = await trx.selectFrom('webhook_endpoints').select(['id', 'org_id', 'enabled'])
-      .where('id', '=', endpointId).executeTakeFirst();
+    const endpoint = await trx
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'org_id', 'enabled'])
+      .where('id', '=', endpointId)
+      .executeTakeFirst();
     if (!endpoint) return null;
     const event = await recordEvent(trx, {
-      orgId: endpoint.org_id, type: 'ping',
+      orgId: endpoint.org_id,
+      type: 'ping',
       data: { learner: null, endpoint_id: endpoint.id, message: 'Ceci est un événement de test.' },
     });
-    const delivery = await trx.insertInto('webhook_deliveries')
+    const delivery = await trx
+      .insertInto('webhook_deliveries')
       .values({ event_id: event.id, endpoint_id: endpoint.id, body: event.body })
-      .returning('id').executeTakeFirstOrThrow();
+      .returning('id')
+      .executeTakeFirstOrThrow();
     await queueDeliveryJobs(trx, [delivery]);
     return { eventId: event.id, deliveryId: delivery.id, endpointEnabled: endpoint.enabled };
   });
@@ -390,42 +452,72 @@ export async function queuePing(db: DB, endpointId: string) {
 /** A dead or delivered delivery sent again: same id, same body, a new cycle of attempts. */
 export async function replayDelivery(db: DB, deliveryId: string) {
   return db.transaction().execute(async (trx) => {
-    const current = await trx.selectFrom('webhook_deliveries').select(['id', 'status'])
-      .where('id', '=', deliveryId).forUpdate().executeTakeFirst();
+    const current = await trx
+      .selectFrom('webhook_deliveries')
+      .select(['id', 'status'])
+      .where('id', '=', deliveryId)
+      .forUpdate()
+      .executeTakeFirst();
     if (!current) return null;
     if (current.status === 'pending') return { id: current.id, replayed: false as const, status: current.status };
-    await trx.updateTable('webhook_deliveries')
+    await trx
+      .updateTable('webhook_deliveries')
       .set({
-        status: 'pending', attempt_count: 0, next_attempt_at: sql`now()`, delivered_at: null, dead_at: null,
+        status: 'pending',
+        attempt_count: 0,
+        next_attempt_at: sql`now()`,
+        delivered_at: null,
+        dead_at: null,
         replay_count: sql`replay_count + 1`,
       })
-      .where('id', '=', deliveryId).execute();
+      .where('id', '=', deliveryId)
+      .execute();
     await queueDeliveryJobs(trx, [{ id: deliveryId }]);
     return { id: current.id, replayed: true as const, status: 'pending' as DeliveryStatus };
   });
 }
 
 export async function findDelivery(db: DB, deliveryId: string) {
-  return (await db.selectFrom('webhook_deliveries').select(['id', 'endpoint_id', 'status'])
-    .where('id', '=', deliveryId).executeTakeFirst()) ?? null;
+  return (
+    (await db.selectFrom('webhook_deliveries').select(['id', 'endpoint_id', 'status']).where('id', '=', deliveryId).executeTakeFirst()) ??
+    null
+  );
 }
 
 /** The delivery log of an endpoint, newest first, each delivery with its attempts in order. */
 export async function listDeliveries(db: DB, endpointId: string, options: { status?: DeliveryStatus; limit: number }) {
-  let query = db.selectFrom('webhook_deliveries as d')
+  let query = db
+    .selectFrom('webhook_deliveries as d')
     .innerJoin('events as ev', 'ev.id', 'd.event_id')
     .select([
-      'd.id', 'd.event_id', 'ev.type as event_type', 'd.status', 'd.attempt_count', 'd.next_attempt_at', 'd.created_at',
-      'd.delivered_at', 'd.dead_at', 'd.replay_count',
+      'd.id',
+      'd.event_id',
+      'ev.type as event_type',
+      'd.status',
+      'd.attempt_count',
+      'd.next_attempt_at',
+      'd.created_at',
+      'd.delivered_at',
+      'd.dead_at',
+      'd.replay_count',
     ])
     .where('d.endpoint_id', '=', endpointId);
   if (options.status) query = query.where('d.status', '=', options.status);
   const deliveries = await query.orderBy('d.created_at', 'desc').orderBy('d.id').limit(options.limit).execute();
-  const attempts = deliveries.length === 0 ? [] : await db.selectFrom('webhook_attempts')
-    .select(['delivery_id', 'attempted_at', 'status_code', 'duration_ms', 'succeeded', 'error', 'response_excerpt'])
-    .where('delivery_id', 'in', deliveries.map((d) => d.id))
-    .orderBy('attempted_at').orderBy('id')
-    .execute();
+  const attempts =
+    deliveries.length === 0
+      ? []
+      : await db
+          .selectFrom('webhook_attempts')
+          .select(['delivery_id', 'attempted_at', 'status_code', 'duration_ms', 'succeeded', 'error', 'response_excerpt'])
+          .where(
+            'delivery_id',
+            'in',
+            deliveries.map((d) => d.id),
+          )
+          .orderBy('attempted_at')
+          .orderBy('id')
+          .execute();
   return deliveries.map((delivery) => ({
     ...delivery,
     attempts: attempts.filter((a) => a.delivery_id === delivery.id).map(({ delivery_id: _unused, ...attempt }) => attempt),

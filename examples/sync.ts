@@ -10,7 +10,10 @@ import { createPartnerClient, type PartnerClient } from './client';
  *   npx tsx examples/sync.ts --base http://127.0.0.1:3000/v1 --key sk_live_… --resource logins \
  *     --since 2026-01-01 [--year 2026] > logins.jsonl
  */
-type ListPath = Exclude<{ [P in keyof paths]: paths[P] extends { get: unknown } ? P : never }[keyof paths], '/summary' | '/activity-report' | '/{resource}'>;
+type ListPath = Exclude<
+  { [P in keyof paths]: paths[P] extends { get: unknown } ? P : never }[keyof paths],
+  '/summary' | '/activity-report' | '/{resource}'
+>;
 
 const sleep = (seconds: number) => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
 
@@ -67,18 +70,29 @@ export async function syncResource(client: PartnerClient, options: SyncOptions):
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: {
-    base: { type: 'string', default: 'http://127.0.0.1:3000/v1' }, key: { type: 'string' },
-    resource: { type: 'string', default: 'users' }, since: { type: 'string' }, year: { type: 'string' },
-  } });
+  const { values } = parseArgs({
+    options: {
+      base: { type: 'string', default: 'http://127.0.0.1:3000/v1' },
+      key: { type: 'string' },
+      resource: { type: 'string', default: 'users' },
+      since: { type: 'string' },
+      year: { type: 'string' },
+    },
+  });
   if (!values.key || !values.since) {
-    process.stderr.write('Usage : npx tsx examples/sync.ts --key sk_live_… --resource logins --since AAAA-MM-JJ [--year AAAA] [--base URL]\n');
+    process.stderr.write(
+      'Usage : npx tsx examples/sync.ts --key sk_live_… --resource logins --since AAAA-MM-JJ [--year AAAA] [--base URL]\n',
+    );
     process.exit(2);
   }
   const client = createPartnerClient(values.base!, values.key);
   const result = await syncResource(client, {
-    resource: `/${values.resource}` as ListPath, since: values.since, year: values.year ? Number(values.year) : undefined,
-    onRows: (rows) => { for (const row of rows) process.stdout.write(JSON.stringify(row) + '\n'); },
+    resource: `/${values.resource}` as ListPath,
+    since: values.since,
+    year: values.year ? Number(values.year) : undefined,
+    onRows: (rows) => {
+      for (const row of rows) process.stdout.write(JSON.stringify(row) + '\n');
+    },
     onWait: (seconds, reason) => process.stderr.write(`attente ${seconds} s (${reason})\n`),
   });
   process.stderr.write(`${result.rows} lignes en ${result.pages} pages\n`);

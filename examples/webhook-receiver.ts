@@ -36,6 +36,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.stderr.write('WEBHOOK_SECRET=whsec_… npx tsx examples/webhook-receiver.ts\n');
     process.exit(2);
   }
-  createWebhookReceiver(secret, (event) => process.stdout.write(`${event.created_at} ${event.type} ${event.id}\n`))
-    .listen(Number(process.env.PORT ?? 4000), '127.0.0.1');
+  createWebhookReceiver(secret, (event) => process.stdout.write(`${event.created_at} ${event.type} ${event.id}\n`)).listen(
+    Number(process.env.PORT ?? 4000),
+    '127.0.0.1',
+  );
 }

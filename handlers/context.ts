@@ -24,12 +24,15 @@ type Present<T> = [NonNullable<T>] extends [never] ? unknown : NonNullable<T>;
 
 export type QueryOf<Id extends OperationId> = Present<Operation<Id>['parameters']['query']>;
 export type ParamsOf<Id extends OperationId> = Present<Operation<Id>['parameters']['path']>;
-export type BodyOf<Id extends OperationId> = Operation<Id> extends { requestBody: { content: { 'application/json': infer Body } } } ? Body : unknown;
+export type BodyOf<Id extends OperationId> =
+  Operation<Id> extends { requestBody: { content: { 'application/json': infer Body } } } ? Body : unknown;
 
 /** The JSON bodies of an operation's successful answers (200 and 201). */
 export type JsonAnswerOf<Id extends OperationId> = {
   [Status in keyof Operation<Id>['responses']]: Status extends 200 | 201
-    ? Operation<Id>['responses'][Status] extends { content: { 'application/json': infer Json } } ? Json : never
+    ? Operation<Id>['responses'][Status] extends { content: { 'application/json': infer Json } }
+      ? Json
+      : never
     : never;
 }[keyof Operation<Id>['responses']];
 
@@ -39,7 +42,10 @@ export type RequestOf<Id extends OperationId> = FastifyRequest<{ Querystring: Qu
  * The handler of one operation: the contract's JSON answer, or the reply it has sent itself (a
  * CSV stream, a PDF, a status other than 200).
  */
-export type OperationHandler<Id extends OperationId> = (request: RequestOf<Id>, reply: FastifyReply) => Promise<JsonAnswerOf<Id> | FastifyReply>;
+export type OperationHandler<Id extends OperationId> = (
+  request: RequestOf<Id>,
+  reply: FastifyReply,
+) => Promise<JsonAnswerOf<Id> | FastifyReply>;
 
 /** The `meta` object of every envelope. */
 export type Meta = components['schemas']['Meta'];

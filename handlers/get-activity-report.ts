@@ -16,7 +16,11 @@ export function createGetActivityReport(context: HandlerContext): OperationHandl
     const learner = (await resolveLearner(context, request, query))!;
     const programmeId = await resolveProgramme(context, request, query.programme);
     const data = await gatherActivityReport(context.db, {
-      orgId: request.caller.orgId, orgName: request.caller.orgName, learner, year: requestedYear(query), programmeId,
+      orgId: request.caller.orgId,
+      orgName: request.caller.orgName,
+      learner,
+      year: requestedYear(query),
+      programmeId,
       generatedAt: formatParisDateTime(new Date()),
     });
     const pdf = await context.renderPool.renderActivityReport(data);

@@ -11,7 +11,9 @@ export function createGetSummary(context: HandlerContext): OperationHandler<'get
     const summary = await getSummary(context.db, request.caller.orgId, learner?.membershipId ?? null);
     if (query.format === 'csv') {
       const row = flattenObject(summary);
-      async function* oneChunk() { yield [row]; }
+      async function* oneChunk() {
+        yield [row];
+      }
       return reply.headers(csvAttachmentHeaders('summary.csv')).send(csvStream(Object.keys(row), oneChunk()));
     }
     return {

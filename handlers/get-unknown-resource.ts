@@ -6,8 +6,19 @@ type ResourceName = components['schemas']['UnknownResourceError']['available'][n
 
 /** Every resource name of GET /{resource}, in the contract's order (the contract's own list, checked both ways). */
 export const resourceNames = [
-  'learners', 'users', 'summary', 'attendance', 'evaluations', 'quiz-answers', 'documents',
-  'satisfaction', 'enrollments', 'progress', 'logins', 'tutoring-ratings', 'lesson-ratings',
+  'learners',
+  'users',
+  'summary',
+  'attendance',
+  'evaluations',
+  'quiz-answers',
+  'documents',
+  'satisfaction',
+  'enrollments',
+  'progress',
+  'logins',
+  'tutoring-ratings',
+  'lesson-ratings',
 ] as const satisfies readonly ResourceName[];
 type Missing = Exclude<ResourceName, (typeof resourceNames)[number]>;
 // Names a resource of the contract missing from the list, if any: then `true` does not fit.

@@ -1,6 +1,16 @@
 import {
-  attendanceResource, documentsResource, enrollmentsResource, evaluationsResource, learnersResource, lessonRatingsResource, loginsResource,
-  progressResource, quizAnswersResource, satisfactionResource, tutoringRatingsResource, usersResource,
+  attendanceResource,
+  documentsResource,
+  enrollmentsResource,
+  evaluationsResource,
+  learnersResource,
+  lessonRatingsResource,
+  loginsResource,
+  progressResource,
+  quizAnswersResource,
+  satisfactionResource,
+  tutoringRatingsResource,
+  usersResource,
 } from '../db/resources';
 import type { HandlerContext, OperationHandler, OperationId } from './context';
 import { createCreateUsers } from './create-users';
@@ -8,7 +18,6 @@ import { createGetActivityReport } from './get-activity-report';
 import { createGetSummary } from './get-summary';
 import { getUnknownResource } from './get-unknown-resource';
 import { createListHandler } from './list-resource';
-
 
 /**
  * Every operation of openapi.yaml, by operationId, each typed by its own operation of the generated

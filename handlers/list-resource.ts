@@ -11,7 +11,11 @@ const defaultLimit = 100;
 
 /** The operations that answer a page of rows: every list resource. */
 export type ListOperationId = {
-  [Id in OperationId]: [JsonAnswerOf<Id>] extends [never] ? never : JsonAnswerOf<Id> extends { pagination: unknown; data: unknown[] } ? Id : never;
+  [Id in OperationId]: [JsonAnswerOf<Id>] extends [never]
+    ? never
+    : JsonAnswerOf<Id> extends { pagination: unknown; data: unknown[] }
+      ? Id
+      : never;
 }[OperationId];
 /** The row of a list operation, and its resource's wire name, as the contract defines them. */
 export type RowOf<Id extends ListOperationId> = JsonAnswerOf<Id> extends { data: (infer Row)[] } ? Row : never;
@@ -29,7 +33,15 @@ export interface ListEnvelope<Id extends ListOperationId> {
  * Every list operation takes the one query string and answers the one envelope (checked here for
  * each, at compile time): the one list handler may then serve all of them.
  */
-type NotTheSameShape = { [Id in ListOperationId]: QueryOf<Id> extends ListQuery ? ListQuery extends QueryOf<Id> ? ListEnvelope<Id> extends JsonAnswerOf<Id> ? never : Id : Id : Id }[ListOperationId];
+type NotTheSameShape = {
+  [Id in ListOperationId]: QueryOf<Id> extends ListQuery
+    ? ListQuery extends QueryOf<Id>
+      ? ListEnvelope<Id> extends JsonAnswerOf<Id>
+        ? never
+        : Id
+      : Id
+    : Id;
+}[ListOperationId];
 // Names the operations that differ, if any: then `true` does not fit and the build fails.
 const everyListHasTheSameShape: [NotTheSameShape] extends [never] ? true : NotTheSameShape = true;
 void everyListHasTheSameShape;
@@ -50,16 +62,18 @@ export function createListHandler<Id extends ListOperationId>(
     const { db, config } = context;
     const year = requestedYear(query);
     const learner = await resolveLearner(context, request, query);
-    const programmeSlug = resource.filtersByProgramme ? query.programme ?? null : null;
+    const programmeSlug = resource.filtersByProgramme ? (query.programme ?? null) : null;
     const programmeId = await resolveProgramme(context, request, programmeSlug);
-    const updatedSince = resource.filtersByUpdatedSince ? query.updated_since ?? null : null;
+    const updatedSince = resource.filtersByUpdatedSince ? (query.updated_since ?? null) : null;
     const filter = { orgId: request.caller.orgId, year, updatedSince, membershipId: learner?.membershipId ?? null, programmeId };
     // One learner's rows are never capped: the cap bounds organisation-wide aggregation only.
     const cap = learner ? null : config.aggregationCap;
 
     if (query.format === 'csv') {
       const fileName = `${resource.name}-${resource.filtersByYear ? year : 'tous'}.csv`;
-      return reply.headers(csvAttachmentHeaders(fileName)).send(csvStream(resource.columns, streamRowChunks(db, resource.select(db, filter), cap)));
+      return reply
+        .headers(csvAttachmentHeaders(fileName))
+        .send(csvStream(resource.columns, streamRowChunks(db, resource.select(db, filter), cap)));
     }
 
     const limit = query.limit ?? defaultLimit;

@@ -10,15 +10,22 @@ export async function resolveLearner(context: HandlerContext, request: FastifyRe
   if (!query.email && !query.user_id) return null;
   const learner = await findLearner(context.db, request.caller.orgId, { email: query.email, userId: query.user_id });
   if (!learner) {
-    throw new ApiError('unknown_learner', query.email
-      ? `Aucun apprenant de votre organisation n’a l’adresse « ${query.email} ».`
-      : `Aucun apprenant de votre organisation n’a l’identifiant « ${query.user_id} ».`);
+    throw new ApiError(
+      'unknown_learner',
+      query.email
+        ? `Aucun apprenant de votre organisation n’a l’adresse « ${query.email} ».`
+        : `Aucun apprenant de votre organisation n’a l’identifiant « ${query.user_id} ».`,
+    );
   }
   return learner;
 }
 
 /** The programme named by `programme` (null when absent); 400 when the organisation has none of that slug. */
-export async function resolveProgramme(context: HandlerContext, request: FastifyRequest, slug: string | null | undefined): Promise<string | null> {
+export async function resolveProgramme(
+  context: HandlerContext,
+  request: FastifyRequest,
+  slug: string | null | undefined,
+): Promise<string | null> {
   if (slug === undefined || slug === null) return null;
   const programmeId = await findProgrammeId(context.db, request.caller.orgId, slug);
   if (programmeId === null) {

@@ -47,14 +47,20 @@ function writeAll(stream: NodeJS.WriteStream, text: string): Promise<void> {
 function humanReadable(result: Record<string, unknown> | Record<string, unknown>[]): string {
   const rows = Array.isArray(result) ? result : [result];
   if (rows.length === 0) return '(aucun élément)';
-  return rows.map((row) => Object.entries(row).map(([key, value]) =>
-    `${key}: ${typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value)}`).join('\n')).join('\n\n');
+  return rows
+    .map((row) =>
+      Object.entries(row)
+        .map(([key, value]) => `${key}: ${typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value)}`)
+        .join('\n'),
+    )
+    .join('\n\n');
 }
 
 async function main(argv: string[]): Promise<number> {
   const commands = await loadCommands();
   const words = argv.filter((arg) => !arg.startsWith('-'));
-  const command = [...commands].sort((a, b) => b.name.length - a.name.length)
+  const command = [...commands]
+    .sort((a, b) => b.name.length - a.name.length)
     .find((c) => c.name.split(' ').every((word, i) => words[i] === word));
   if (!command) {
     const asked = words.slice(0, 2).join(' ');
@@ -69,7 +75,9 @@ async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
-      args: rest, allowPositionals: false, strict: true,
+      args: rest,
+      allowPositionals: false,
+      strict: true,
       options: { ...command.options, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     });
   } catch (error) {
@@ -84,7 +92,9 @@ async function main(argv: string[]): Promise<number> {
   const database = await openDatabase(config, { poolSize: 8 });
   try {
     const result = await command.run({
-      db: database.db, config, values: parsed.values as never,
+      db: database.db,
+      config,
+      values: parsed.values as never,
       progress: (message) => process.stderr.write(message),
     });
     await writeAll(process.stdout, (parsed.values.json ? JSON.stringify(result) : humanReadable(result)) + '\n');
@@ -102,5 +112,6 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (error) => writeAll(process.stderr, `Erreur : ${error instanceof Error ? error.message : String(error)}\n`).finally(() => process.exit(1)),
+  (error) =>
+    writeAll(process.stderr, `Erreur : ${error instanceof Error ? error.message : String(error)}\n`).finally(() => process.exit(1)),
 );

@@ -4,7 +4,11 @@ export class ProgressBar {
   private lastLine = '';
   private lastTenth = -1;
 
-  constructor(private readonly label: string, private readonly total: number, private readonly stream: NodeJS.WriteStream = process.stderr) {}
+  constructor(
+    private readonly label: string,
+    private readonly total: number,
+    private readonly stream: NodeJS.WriteStream = process.stderr,
+  ) {}
 
   update(done: number, detail = ''): void {
     const ratio = this.total === 0 ? 1 : Math.min(1, done / this.total);

@@ -3,4 +3,6 @@
 import { readFileSync } from 'node:fs';
 
 const report = JSON.parse(readFileSync(process.argv[2], 'utf8'));
-process.stdout.write(`\ntests: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests + report.numTodoTests} skipped\n`);
+process.stdout.write(
+  `\ntests: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests + report.numTodoTests} skipped\n`,
+);

@@ -64,7 +64,9 @@ export async function buildApp(context: AppContext, { logStream }: AppOptions = 
     frameworkErrors: frameworkErrorResponse,
     clientErrorHandler: clientErrorResponse,
   });
-  app.decorate('startDraining', () => { draining = true; });
+  app.decorate('startDraining', () => {
+    draining = true;
+  });
   app.decorate('metrics', metrics);
 
   const deadlines = new WeakMap<FastifyRequest, NodeJS.Timeout>();
@@ -79,7 +81,12 @@ export async function buildApp(context: AppContext, { logStream }: AppOptions = 
     const deadline = setTimeout(() => {
       if (reply.sent || reply.raw.headersSent) return;
       request.log.warn({ deadlineMs: config.requestTimeoutMs }, 'réponse non commencée dans le délai');
-      sendApiError(reply, serviceUnavailable(`La réponse n’a pas pu être préparée en ${config.requestTimeoutMs / 1000} s : réessayez dans quelques secondes.`));
+      sendApiError(
+        reply,
+        serviceUnavailable(
+          `La réponse n’a pas pu être préparée en ${config.requestTimeoutMs / 1000} s : réessayez dans quelques secondes.`,
+        ),
+      );
     }, config.requestTimeoutMs);
     deadline.unref();
     deadlines.set(request, deadline);
@@ -106,40 +113,59 @@ export async function buildApp(context: AppContext, { logStream }: AppOptions = 
   app.get(`${apiPrefix}/openapi.yaml`, async (_request, reply) => reply.type('application/yaml; charset=utf-8').send(openapiText));
   app.get(`${apiPrefix}/openapi.json`, async (_request, reply) => reply.type('application/json; charset=utf-8').send(document));
   // The docs page's "Try it out" calls the server that serves it, whatever its host and port.
-  const docsDocument = { ...structuredClone(document), servers: [{ url: apiPrefix, description: 'ce serveur' }, ...(document.servers ?? [])] };
+  const docsDocument = {
+    ...structuredClone(document),
+    servers: [{ url: apiPrefix, description: 'ce serveur' }, ...(document.servers ?? [])],
+  };
   await app.register(swagger, { mode: 'static', specification: { document: docsDocument as never } });
   await app.register(swaggerUi, { routePrefix: `${apiPrefix}/docs` });
 
   const handlers = createHandlers({ db, config, renderPool: context.renderPool });
   const declaredMethods = declaredPathMatchers(document);
-  await app.register(async (api) => {
-    // Every answer of the API, 404 and 405 included, comes after the key and the rate limit: a
-    // caller without a valid key learns nothing, not even which methods a path takes.
-    api.addHook('onRequest', createAuthenticator(db, { limit: config.rateLimitPerMinute, windowSeconds: config.rateLimitWindowSeconds },
-      requiredScopesByRoute(document, apiPrefix), (bucket) => metrics.rateLimitRefusals.inc({ bucket })));
-    api.addHook('onSend', conditionalJson);
-    // Only JSON bodies are read: text, and the types the document names only for responses, are 415.
-    api.removeContentTypeParser('text/plain');
-    api.addContentTypeParser(['application/pdf', 'text/csv'], (_request, _body, done) =>
-      done(Object.assign(new Error('type de contenu non pris en charge'), { statusCode: 415 }), undefined));
-    // A route that takes a body gets one: without it, validation (which keys on the content type) never runs.
-    api.addHook('preValidation', async (request) => {
-      if (request.routeOptions.schema?.body && (request.body === undefined || request.body === null)) throw new ApiError('body_missing');
-    });
-    await api.register(openapiGlue, {
-      specification: structuredClone(document),
-      serviceHandlers: handlers,
-      securityHandlers: createSecurityHandlers(),
-    });
-    api.setNotFoundHandler((request, reply) => notFoundOrNotAllowed(request, reply, declaredMethods));
-  }, { prefix: apiPrefix });
+  await app.register(
+    async (api) => {
+      // Every answer of the API, 404 and 405 included, comes after the key and the rate limit: a
+      // caller without a valid key learns nothing, not even which methods a path takes.
+      api.addHook(
+        'onRequest',
+        createAuthenticator(
+          db,
+          { limit: config.rateLimitPerMinute, windowSeconds: config.rateLimitWindowSeconds },
+          requiredScopesByRoute(document, apiPrefix),
+          (bucket) => metrics.rateLimitRefusals.inc({ bucket }),
+        ),
+      );
+      api.addHook('onSend', conditionalJson);
+      // Only JSON bodies are read: text, and the types the document names only for responses, are 415.
+      api.removeContentTypeParser('text/plain');
+      api.addContentTypeParser(['application/pdf', 'text/csv'], (_request, _body, done) =>
+        done(Object.assign(new Error('type de contenu non pris en charge'), { statusCode: 415 }), undefined),
+      );
+      // A route that takes a body gets one: without it, validation (which keys on the content type) never runs.
+      api.addHook('preValidation', async (request) => {
+        if (request.routeOptions.schema?.body && (request.body === undefined || request.body === null)) throw new ApiError('body_missing');
+      });
+      await api.register(openapiGlue, {
+        specification: structuredClone(document),
+        serviceHandlers: handlers,
+        securityHandlers: createSecurityHandlers(),
+      });
+      api.setNotFoundHandler((request, reply) => notFoundOrNotAllowed(request, reply, declaredMethods));
+    },
+    { prefix: apiPrefix },
+  );
   return app;
 }
 
 /** The document's paths as patterns of the URL below /v1, with the methods each declares. */
 function declaredPathMatchers(document: Record<string, any>): { pattern: RegExp; methods: string[] }[] {
   return [...declaredMethodsByPath(document)].map(([route, methods]) => ({
-    pattern: new RegExp(`^${route.split('/').map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}$`),
+    pattern: new RegExp(
+      `^${route
+        .split('/')
+        .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+        .join('/')}$`,
+    ),
     methods,
   }));
 }
@@ -148,7 +174,15 @@ function declaredPathMatchers(document: Record<string, any>): { pattern: RegExp;
 function notFoundOrNotAllowed(request: FastifyRequest, reply: FastifyReply, declared: { pattern: RegExp; methods: string[] }[]) {
   const path = request.url.split('?')[0]!.slice(apiPrefix.length);
   const match = declared.find((entry) => entry.pattern.test(path));
-  if (!match) return sendApiError(reply, new ApiError('route_not_found', `Adresse inconnue : ${request.method} ${request.url.split('?')[0]}.`));
-  return sendApiError(reply, new ApiError('method_not_allowed', `Méthode ${request.method} non autorisée : cette adresse accepte ${match.methods.join(', ')}.`,
-    {}, { Allow: match.methods.join(', ') }));
+  if (!match)
+    return sendApiError(reply, new ApiError('route_not_found', `Adresse inconnue : ${request.method} ${request.url.split('?')[0]}.`));
+  return sendApiError(
+    reply,
+    new ApiError(
+      'method_not_allowed',
+      `Méthode ${request.method} non autorisée : cette adresse accepte ${match.methods.join(', ')}.`,
+      {},
+      { Allow: match.methods.join(', ') },
+    ),
+  );
 }

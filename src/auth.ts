@@ -78,13 +78,23 @@ export function createAuthenticator(
     if (!header) return refuse(request, new ApiError('key_missing'));
     const token = bearerPattern.exec(header)?.[1];
     if (!token || !token.startsWith(apiKeyPrefix)) {
-      return refuse(request, new ApiError('key_invalid', `Clé API invalide : le format attendu est « Authorization: Bearer ${apiKeyPrefix}… ».`));
+      return refuse(
+        request,
+        new ApiError('key_invalid', `Clé API invalide : le format attendu est « Authorization: Bearer ${apiKeyPrefix}… ».`),
+      );
     }
     const key = await findKeyAndCountRequest(hashApiKey(token));
     if (!key) return refuse(request, new ApiError('key_invalid', 'Clé API invalide : aucune clé ne correspond.'));
-    if (key.revoked) return refuse(request, new ApiError('key_revoked', 'Clé API révoquée : créez une nouvelle clé depuis le tableau de bord.'));
+    if (key.revoked)
+      return refuse(request, new ApiError('key_revoked', 'Clé API révoquée : créez une nouvelle clé depuis le tableau de bord.'));
     if (key.expired) {
-      return refuse(request, new ApiError('key_expired', `Clé API expirée depuis le ${formatParisLongDate(key.expiresAt!)} : créez une nouvelle clé depuis le tableau de bord.`));
+      return refuse(
+        request,
+        new ApiError(
+          'key_expired',
+          `Clé API expirée depuis le ${formatParisLongDate(key.expiresAt!)} : créez une nouvelle clé depuis le tableau de bord.`,
+        ),
+      );
     }
     const verdict = key.verdict!;
     if (!verdict.accepted) {

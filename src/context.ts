@@ -44,7 +44,9 @@ export async function openServerContext(config: Config): Promise<ServerContext> 
     poolSize: 20,
     serving: true,
     // While stopping, the database closing our connections is expected (Ctrl-C reaches both).
-    onConnectionLost: (error) => { if (!closing) log?.warn({ err: { message: error.message } }, 'connexion inactive à la base perdue : elle sera rouverte'); },
+    onConnectionLost: (error) => {
+      if (!closing) log?.warn({ err: { message: error.message } }, 'connexion inactive à la base perdue : elle sera rouverte');
+    },
   });
   const demo = await seedDemoOnFirstStart(database.db, config);
   const metrics = createMetrics(database.db);
@@ -55,21 +57,31 @@ export async function openServerContext(config: Config): Promise<ServerContext> 
     warn: (object, message) => log?.warn(object, message),
   };
   const webhooks = await startWebhookDelivery({
-    connectionString: database.connectionString, db: database.db, config, log: forwardingLog,
+    connectionString: database.connectionString,
+    db: database.db,
+    config,
+    log: forwardingLog,
     onAttempts: (succeeded, failed) => {
       metrics.webhookAttempts.inc({ outcome: 'succeeded' }, succeeded);
       metrics.webhookAttempts.inc({ outcome: 'failed' }, failed);
     },
   });
   const sweeper = setInterval(() => {
-    deleteIdleBuckets(database.db, config.rateLimitWindowSeconds)
-      .catch((error) => log?.warn({ err: { message: error.message } }, 'nettoyage des compteurs de débit'));
+    deleteIdleBuckets(database.db, config.rateLimitWindowSeconds).catch((error) =>
+      log?.warn({ err: { message: error.message } }, 'nettoyage des compteurs de débit'),
+    );
   }, 60_000);
   sweeper.unref();
 
   return {
-    config, db: database.db, renderPool, metrics, demo,
-    useLogger(logger) { log = logger; },
+    config,
+    db: database.db,
+    renderPool,
+    metrics,
+    demo,
+    useLogger(logger) {
+      log = logger;
+    },
     async close(webhookTimeoutMs) {
       closing = true;
       clearInterval(sweeper);

@@ -15,7 +15,8 @@ const networkCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'
 const unavailableStates = /^(08...|53300|57014|57P0[1-5])$/;
 
 /** pg's own messages for a connection it could not get or lost (they carry no code). */
-const driverMessages = /timeout exceeded when trying to connect|Connection terminated|Query read timeout|Client has encountered a connection error|connection timeout/i;
+const driverMessages =
+  /timeout exceeded when trying to connect|Connection terminated|Query read timeout|Client has encountered a connection error|connection timeout/i;
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (!error || typeof error !== 'object') return false;

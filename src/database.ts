@@ -19,10 +19,11 @@ async function ensureDatabaseExists(serverUrl: string, name: string): Promise<vo
   await client.connect();
   try {
     const found = await client.query('select 1 from pg_database where datname = $1', [name]);
-    if (found.rowCount === 0) await client.query(`create database "${name}"`).catch((error) => {
-      // Another process created it in between.
-      if ((error as { code?: string }).code !== '42P04') throw error;
-    });
+    if (found.rowCount === 0)
+      await client.query(`create database "${name}"`).catch((error) => {
+        // Another process created it in between.
+        if ((error as { code?: string }).code !== '42P04') throw error;
+      });
   } finally {
     await client.end();
   }

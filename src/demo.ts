@@ -35,8 +35,18 @@ export async function seedDemoOnFirstStart(db: DB, config: Config): Promise<Demo
       await addLicences(trx, organisation.id, 'tutorat', 50);
       const readKey = generateApiKey();
       const writeKey = generateApiKey();
-      for (const [key, scopes, label] of [[readKey, ['read'], 'démo lecture'], [writeKey, ['read', 'write'], 'démo écriture']] as const) {
-        await createApiKey(trx, { orgId: organisation.id, keyHash: hashApiKey(key), keyPrefix: displayPrefix(key), label, scopes: [...scopes], expiresAt: null });
+      for (const [key, scopes, label] of [
+        [readKey, ['read'], 'démo lecture'],
+        [writeKey, ['read', 'write'], 'démo écriture'],
+      ] as const) {
+        await createApiKey(trx, {
+          orgId: organisation.id,
+          keyHash: hashApiKey(key),
+          keyPrefix: displayPrefix(key),
+          label,
+          scopes: [...scopes],
+          expiresAt: null,
+        });
       }
       return { orgId: organisation.id, orgName: organisation.name, readKey, writeKey };
     });

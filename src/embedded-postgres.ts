@@ -59,8 +59,10 @@ export async function startEmbeddedPostgres(options: {
     createPostgresUser: process.getuid?.() === 0,
     initdbFlags: ['--encoding=UTF8', '--locale=C.UTF-8'],
     postgresFlags: [
-      '-c', 'max_connections=300',
-      '-c', 'shared_buffers=256MB',
+      '-c',
+      'max_connections=300',
+      '-c',
+      'shared_buffers=256MB',
       // A throw-away test cluster trades crash safety for speed; a persistent one keeps both on.
       ...(options.persistent === false ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off'] : []),
     ],

@@ -2,7 +2,13 @@ import { fullFormats } from 'ajv-formats/dist/formats.js';
 import type { components } from '../codegen/openapi';
 import type { DB } from '../db/connection';
 import {
-  type EnrolmentCandidate, type EnrolmentOutcome, type EnrolmentRules, InsufficientLicences, type Member, enrolLearners, loadEnrolmentRules,
+  type EnrolmentCandidate,
+  type EnrolmentOutcome,
+  type EnrolmentRules,
+  InsufficientLicences,
+  type Member,
+  enrolLearners,
+  loadEnrolmentRules,
 } from '../db/enrolment';
 import { canonicalEmail } from '../db/learners';
 import { ApiError } from './errors';
@@ -33,7 +39,10 @@ function checkRow(row: EnrolmentRequest, rules: EnrolmentRules, field: string): 
   const slugs = [...new Set(row.programme_slugs ?? [])];
   const unknown = slugs.find((slug) => !rules.programmeIdsBySlug.has(slug));
   if (unknown !== undefined) {
-    throw new ApiError('unknown_programme', `Programme inconnu dans votre organisation : « ${unknown} » (${field}programme_slugs). Rien n’a été écrit.`);
+    throw new ApiError(
+      'unknown_programme',
+      `Programme inconnu dans votre organisation : « ${unknown} » (${field}programme_slugs). Rien n’a été écrit.`,
+    );
   }
   if (email.length > maxEmailLength || !emailPattern.test(email)) {
     return { email, error: new ApiError('invalid_email', `« ${email} » n’est pas une adresse électronique valide.`) };
@@ -42,8 +51,10 @@ function checkRow(row: EnrolmentRequest, rules: EnrolmentRules, field: string): 
   if (rules.allowedEmailDomains.length > 0 && !rules.allowedEmailDomains.includes(domain)) {
     return {
       email,
-      error: new ApiError('email_domain_not_allowed',
-        `L’adresse « ${email} » n’appartient pas à un domaine autorisé pour votre organisation (domaines autorisés : ${rules.allowedEmailDomains.join(', ')}).`),
+      error: new ApiError(
+        'email_domain_not_allowed',
+        `L’adresse « ${email} » n’appartient pas à un domaine autorisé pour votre organisation (domaines autorisés : ${rules.allowedEmailDomains.join(', ')}).`,
+      ),
     };
   }
   return { email, candidate: { email, programmes: slugs.map((slug) => ({ id: rules.programmeIdsBySlug.get(slug)!, slug })) } };
@@ -51,9 +62,12 @@ function checkRow(row: EnrolmentRequest, rules: EnrolmentRules, field: string): 
 
 function outcomeError(outcome: Exclude<EnrolmentOutcome, { kind: 'enrolled' }>): ApiError {
   switch (outcome.kind) {
-    case 'already_member': return new ApiError('already_member');
-    case 'duplicate': return new ApiError('already_member', 'Adresse déjà présente plus haut dans ce lot : l’apprenant n’y est traité qu’une fois.');
-    case 'no_licence': return new ApiError('no_licence_available');
+    case 'already_member':
+      return new ApiError('already_member');
+    case 'duplicate':
+      return new ApiError('already_member', 'Adresse déjà présente plus haut dans ce lot : l’apprenant n’y est traité qu’une fois.');
+    case 'no_licence':
+      return new ApiError('no_licence_available');
   }
 }
 
@@ -71,12 +85,19 @@ export async function enrolOne(db: DB, orgId: string, row: EnrolmentRequest): Pr
 
 /** A batch: a result per row, in order, best effort; `atomic`: all or nothing (400 or 409 refuses it whole). */
 export async function enrolBatch(db: DB, orgId: string, rows: EnrolmentRequest[], atomic: boolean): Promise<BulkEnrolmentAnswer> {
-  const rules = await loadEnrolmentRules(db, orgId, rows.flatMap((row) => row.programme_slugs ?? []));
+  const rules = await loadEnrolmentRules(
+    db,
+    orgId,
+    rows.flatMap((row) => row.programme_slugs ?? []),
+  );
   const checked = rows.map((row, index) => checkRow(row, rules, `users[${index}].`));
   if (atomic) {
     const refused = checked.flatMap((row, index) => (row.error ? [`users[${index}] : ${row.error.message}`] : []));
     if (refused.length > 0) {
-      throw new ApiError(checked.find((row) => row.error)!.error!.code, `Lot atomique refusé, personne n’a été inscrit. ${refused.join(' ; ')}`);
+      throw new ApiError(
+        checked.find((row) => row.error)!.error!.code,
+        `Lot atomique refusé, personne n’a été inscrit. ${refused.join(' ; ')}`,
+      );
     }
   }
   const candidates = checked.flatMap((row) => (row.candidate ? [row.candidate] : []));
@@ -85,8 +106,10 @@ export async function enrolBatch(db: DB, orgId: string, rows: EnrolmentRequest[]
     outcomes = await enrolLearners(db, { orgId, candidates, atomic });
   } catch (error) {
     if (!(error instanceof InsufficientLicences)) throw error;
-    throw new ApiError('insufficient_licences',
-      `Licences disponibles insuffisantes pour ce lot atomique : ${error.needed} nécessaire(s), ${error.available} disponible(s). Personne n’a été inscrit.`);
+    throw new ApiError(
+      'insufficient_licences',
+      `Licences disponibles insuffisantes pour ce lot atomique : ${error.needed} nécessaire(s), ${error.available} disponible(s). Personne n’a été inscrit.`,
+    );
   }
   const remaining = outcomes.values();
   const results = checked.map((row): BulkEnrolmentResult => {

@@ -7,7 +7,8 @@ import { frenchValidationMessage } from './validation';
 /** Fastify's own refusals (body parsing, content type, size, URL), by code, as our errors. */
 const frameworkErrors: Record<string, () => ApiError> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () => new ApiError('unsupported_media_type'),
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => new ApiError('bad_request', 'Requête invalide : l’en-tête Content-Length ne correspond pas au corps.'),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
+    new ApiError('bad_request', 'Requête invalide : l’en-tête Content-Length ne correspond pas au corps.'),
   FST_ERR_CTP_BODY_TOO_LARGE: () => new ApiError('body_too_large', 'Corps de la requête trop volumineux (1 Mio au plus).'),
   FST_ERR_CTP_EMPTY_JSON_BODY: () => new ApiError('body_missing', 'Corps de la requête vide : envoyez un objet JSON.'),
   FST_ERR_CTP_INVALID_JSON_BODY: () => new ApiError('invalid_json'),
@@ -34,8 +35,10 @@ export function sendApiError(reply: FastifyReply, error: ApiError) {
 function asApiError(error: FastifyError & { errors?: unknown[] }, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
   if (error.validation) {
-    return new ApiError(error.validationContext === 'body' ? 'invalid_body' : 'invalid_parameter',
-      frenchValidationMessage(error.validation as never, error.validationContext));
+    return new ApiError(
+      error.validationContext === 'body' ? 'invalid_body' : 'invalid_parameter',
+      frenchValidationMessage(error.validation as never, error.validationContext),
+    );
   }
   // fastify-openapi-glue wraps the security handler's error in its SecurityError.
   const cause = Array.isArray(error.errors) ? error.errors.find((inner) => inner instanceof ApiError) : undefined;
@@ -62,9 +65,11 @@ function asApiError(error: FastifyError & { errors?: unknown[] }, request: Fasti
  */
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError & { errors?: unknown[] }, request: FastifyRequest, reply: FastifyReply) =>
-    sendApiError(reply, asApiError(error, request)));
+    sendApiError(reply, asApiError(error, request)),
+  );
   app.setNotFoundHandler((request, reply) =>
-    sendApiError(reply, new ApiError('route_not_found', `Adresse inconnue : ${request.method} ${request.url.split('?')[0]}.`)));
+    sendApiError(reply, new ApiError('route_not_found', `Adresse inconnue : ${request.method} ${request.url.split('?')[0]}.`)),
+  );
 }
 
 /** Fastify's `frameworkErrors` option: a bad URL or a too long path segment, before any route. */
@@ -79,13 +84,18 @@ export function frameworkErrorResponse(error: FastifyError, request: FastifyRequ
  */
 export function clientErrorResponse(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const refusal = error.code === 'HPE_HEADER_OVERFLOW' ? new ApiError('headers_too_large')
-    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new ApiError('request_timeout')
-      : new ApiError('bad_request');
+  const refusal =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? new ApiError('headers_too_large')
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new ApiError('request_timeout')
+        : new ApiError('bad_request');
   const body = JSON.stringify(errorBody(refusal));
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${refusal.statusCode} ${refusal.statusCode === 431 ? 'Request Header Fields Too Large' : refusal.statusCode === 408 ? 'Request Timeout' : 'Bad Request'}\r\n`
-      + `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${refusal.statusCode} ${refusal.statusCode === 431 ? 'Request Header Fields Too Large' : refusal.statusCode === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy(error);
 }

@@ -12,12 +12,18 @@ const errorCatalogue = {
   unknown_programme: { status: 400, message: 'Programme inconnu dans votre organisation.' },
   invalid_email: { status: 400, message: 'Adresse électronique invalide.' },
   learner_identifier_missing: { status: 400, message: 'Indiquez le paramètre « email » ou « user_id » de l’apprenant.' },
-  email_domain_not_allowed: { status: 400, message: 'Le domaine de cette adresse électronique n’est pas autorisé pour votre organisation.' },
+  email_domain_not_allowed: {
+    status: 400,
+    message: 'Le domaine de cette adresse électronique n’est pas autorisé pour votre organisation.',
+  },
   key_missing: { status: 401, message: 'Clé API manquante : envoyez l’en-tête « Authorization: Bearer sk_live_… ».' },
   key_invalid: { status: 401, message: 'Clé API invalide.' },
   key_revoked: { status: 401, message: 'Clé API révoquée.' },
   key_expired: { status: 401, message: 'Clé API expirée.' },
-  scope_write_required: { status: 403, message: 'Cette clé API est en lecture seule : l’inscription demande une clé avec le droit d’écriture (scope « write »).' },
+  scope_write_required: {
+    status: 403,
+    message: 'Cette clé API est en lecture seule : l’inscription demande une clé avec le droit d’écriture (scope « write »).',
+  },
   unknown_resource: { status: 404, message: 'Ressource inconnue.' },
   unknown_learner: { status: 404, message: 'Apprenant inconnu dans votre organisation.' },
   route_not_found: { status: 404, message: 'Adresse inconnue.' },
@@ -31,8 +37,15 @@ const errorCatalogue = {
   unsupported_media_type: { status: 415, message: 'Type de contenu non pris en charge : envoyez « Content-Type: application/json ».' },
   rate_limited: { status: 429, message: 'Trop de requêtes : limite de débit atteinte.' },
   headers_too_large: { status: 431, message: 'En-têtes de la requête trop volumineux (16 Kio au plus, adresse comprise).' },
-  internal: { status: 500, message: 'Erreur interne du serveur. Réessayez plus tard ; si le problème persiste, contactez le support en citant l’en-tête X-Request-Id de la réponse.' },
-  service_unavailable: { status: 503, message: 'Service momentanément indisponible : réessayez dans quelques secondes (en-tête Retry-After).' },
+  internal: {
+    status: 500,
+    message:
+      'Erreur interne du serveur. Réessayez plus tard ; si le problème persiste, contactez le support en citant l’en-tête X-Request-Id de la réponse.',
+  },
+  service_unavailable: {
+    status: 503,
+    message: 'Service momentanément indisponible : réessayez dans quelques secondes (en-tête Retry-After).',
+  },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

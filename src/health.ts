@@ -26,12 +26,16 @@ export function registerHealthRoutes(app: FastifyInstance, parts: { db: DB; isDr
   app.get('/readyz', { config }, async (_request, reply) => {
     if (parts.isDraining()) return sendApiError(reply, serviceUnavailable('Pas prêt : le serveur s’arrête.'));
     const answered = await Promise.race([
-      sql`select 1`.execute(parts.db).then(() => true, () => false),
+      sql`select 1`.execute(parts.db).then(
+        () => true,
+        () => false,
+      ),
       new Promise<boolean>((resolve) => setTimeout(resolve, readinessProbeMs, false).unref()),
     ]);
     if (!answered) return sendApiError(reply, serviceUnavailable('Pas prêt : la base de données ne répond pas.'));
     return { statut: 'prêt' };
   });
   app.get('/metrics', { config }, async (_request, reply) =>
-    reply.type(parts.metrics.registry.contentType).send(await parts.metrics.registry.metrics()));
+    reply.type(parts.metrics.registry.contentType).send(await parts.metrics.registry.metrics()),
+  );
 }

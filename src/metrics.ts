@@ -29,42 +29,75 @@ export function createMetrics(db: DB): Metrics {
   const metrics: Metrics = {
     registry,
     requests: new Counter({
-      name: 'partner_api_http_requests_total', help: 'Requêtes HTTP, par route, méthode et statut.',
-      labelNames: ['route', 'method', 'status'], registers: [registry],
+      name: 'partner_api_http_requests_total',
+      help: 'Requêtes HTTP, par route, méthode et statut.',
+      labelNames: ['route', 'method', 'status'],
+      registers: [registry],
     }),
     requestDuration: new Histogram({
-      name: 'partner_api_http_request_duration_seconds', help: 'Durée des requêtes HTTP (jusqu’à la fin de la réponse), par route et statut.',
-      labelNames: ['route', 'status'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry],
+      name: 'partner_api_http_request_duration_seconds',
+      help: 'Durée des requêtes HTTP (jusqu’à la fin de la réponse), par route et statut.',
+      labelNames: ['route', 'status'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
     }),
     rateLimitRefusals: new Counter({
-      name: 'partner_api_rate_limit_refusals_total', help: 'Requêtes refusées par la limite de débit (429), par type de compteur (clé ou adresse).',
-      labelNames: ['bucket'], registers: [registry],
+      name: 'partner_api_rate_limit_refusals_total',
+      help: 'Requêtes refusées par la limite de débit (429), par type de compteur (clé ou adresse).',
+      labelNames: ['bucket'],
+      registers: [registry],
     }),
     webhookAttempts: new Counter({
-      name: 'partner_api_webhook_attempts_total', help: 'Tentatives de livraison de webhooks faites par ce processus, par résultat.',
-      labelNames: ['outcome'], registers: [registry],
+      name: 'partner_api_webhook_attempts_total',
+      help: 'Tentatives de livraison de webhooks faites par ce processus, par résultat.',
+      labelNames: ['outcome'],
+      registers: [registry],
     }),
   };
 
   // Read from the database at each scrape: the queue is shared by every server process.
-  const queue = async (): Promise<QueueState> => (await sql<QueueState>`
+  const queue = async (): Promise<QueueState> =>
+    (
+      await sql<QueueState>`
     select count(*)::int as pending,
       (count(*) filter (where next_attempt_at <= now()))::int as due,
       extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now()))::float8 as oldest_due_seconds,
       (select count(*)::int from webhook_endpoints where not enabled) as disabled
-    from webhook_deliveries where status = 'pending'`.execute(db)).rows[0]!;
+    from webhook_deliveries where status = 'pending'`.execute(db)
+    ).rows[0]!;
   let reading: Promise<QueueState> | null = null;
   /** One query for the gauges of one scrape. */
-  const readQueue = () => (reading ??= queue().finally(() => setTimeout(() => { reading = null; }, 100)));
-  const queueGauge = (name: string, help: string, value: (state: QueueState) => number) => new Gauge({
-    name, help, registers: [registry],
-    // Without the database the scrape still answers, with NaN for what it could not read.
-    async collect() { this.set(await readQueue().then(value, () => Number.NaN)); },
-  });
-  queueGauge('partner_api_webhook_queue_pending', 'Livraisons de webhooks en attente (dues ou programmées), tous processus confondus.', (q) => q.pending);
+  const readQueue = () =>
+    (reading ??= queue().finally(() =>
+      setTimeout(() => {
+        reading = null;
+      }, 100),
+    ));
+  const queueGauge = (name: string, help: string, value: (state: QueueState) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      // Without the database the scrape still answers, with NaN for what it could not read.
+      async collect() {
+        this.set(await readQueue().then(value, () => Number.NaN));
+      },
+    });
+  queueGauge(
+    'partner_api_webhook_queue_pending',
+    'Livraisons de webhooks en attente (dues ou programmées), tous processus confondus.',
+    (q) => q.pending,
+  );
   queueGauge('partner_api_webhook_queue_due', 'Livraisons de webhooks dont la tentative est due maintenant.', (q) => q.due);
-  queueGauge('partner_api_webhook_queue_oldest_due_seconds', 'Âge (secondes) de la plus ancienne livraison due et pas encore tentée ; 0 sans retard.',
-    (q) => q.oldest_due_seconds ?? 0);
-  queueGauge('partner_api_webhook_endpoints_disabled', 'Points de réception de webhooks désactivés (échecs répétés ou opérateur).', (q) => q.disabled);
+  queueGauge(
+    'partner_api_webhook_queue_oldest_due_seconds',
+    'Âge (secondes) de la plus ancienne livraison due et pas encore tentée ; 0 sans retard.',
+    (q) => q.oldest_due_seconds ?? 0,
+  );
+  queueGauge(
+    'partner_api_webhook_endpoints_disabled',
+    'Points de réception de webhooks désactivés (échecs répétés ou opérateur).',
+    (q) => q.disabled,
+  );
   return metrics;
 }

@@ -18,7 +18,12 @@ export function declaredMethodsByPath(document: Record<string, any>): Map<string
   const byPath = new Map<string, string[]>();
   for (const [openapiRoute, item] of Object.entries<Record<string, unknown>>(document.paths ?? {})) {
     const route = openapiRoute.replace(/\{([^}]+)\}/g, ':$1');
-    byPath.set(route, Object.keys(item).filter((key) => httpMethods.includes(key)).map((m) => m.toUpperCase()));
+    byPath.set(
+      route,
+      Object.keys(item)
+        .filter((key) => httpMethods.includes(key))
+        .map((m) => m.toUpperCase()),
+    );
   }
   return byPath;
 }
@@ -33,7 +38,10 @@ export function requiredScopesByRoute(document: Record<string, any>, prefix: str
     const openapiRoute = route.replace(/:([^/]+)/g, '{$1}');
     for (const method of methods) {
       const security: Record<string, string[]>[] = document.paths[openapiRoute][method.toLowerCase()].security ?? document.security ?? [];
-      byRoute.set(`${method} ${prefix}${route}`, security.flatMap((requirement) => Object.values(requirement).flat()));
+      byRoute.set(
+        `${method} ${prefix}${route}`,
+        security.flatMap((requirement) => Object.values(requirement).flat()),
+      );
     }
   }
   return byRoute;

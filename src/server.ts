@@ -14,7 +14,9 @@ async function closeWithin(app: FastifyInstance, deadlineMs: number): Promise<vo
   let timer: NodeJS.Timeout | undefined;
   const late = await Promise.race([
     closed.then(() => false),
-    new Promise<boolean>((resolve) => { timer = setTimeout(resolve, deadlineMs, true); }),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(resolve, deadlineMs, true);
+    }),
   ]);
   if (late) {
     app.log.warn({ deadlineMs }, 'arrêt : des connexions étaient encore ouvertes au terme du délai, elles sont fermées');

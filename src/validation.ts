@@ -45,44 +45,72 @@ export const validatorCompiler: FastifySchemaCompiler<SchemaObject> = ({ schema,
   httpPart === 'body' ? compileBody(schema) : textAjv.compile(schema);
 
 const typeNames: Record<string, string> = {
-  integer: 'un nombre entier', number: 'un nombre', string: 'une chaîne de caractères', boolean: 'un booléen (true ou false)',
-  array: 'un tableau', object: 'un objet JSON', null: 'null',
+  integer: 'un nombre entier',
+  number: 'un nombre',
+  string: 'une chaîne de caractères',
+  boolean: 'un booléen (true ou false)',
+  array: 'un tableau',
+  object: 'un objet JSON',
+  null: 'null',
 };
 const formatNames: Record<string, string> = {
-  email: 'une adresse électronique valide', uuid: 'un identifiant UUID', date: 'une date au format AAAA-MM-JJ',
+  email: 'une adresse électronique valide',
+  uuid: 'un identifiant UUID',
+  date: 'une date au format AAAA-MM-JJ',
   'date-time': 'une date et heure ISO 8601',
 };
 
 function describe(error: ErrorObject): string {
   const p = error.params as Record<string, any>;
   switch (error.keyword) {
-    case 'type': return `doit être ${String(p.type).split(',').map((t) => typeNames[t] ?? t).join(' ou ')}`;
-    case 'minimum': return `doit être supérieur ou égal à ${p.limit}`;
-    case 'maximum': return `doit être inférieur ou égal à ${p.limit}`;
-    case 'exclusiveMinimum': return `doit être strictement supérieur à ${p.limit}`;
-    case 'exclusiveMaximum': return `doit être strictement inférieur à ${p.limit}`;
-    case 'enum': return `doit valoir l’une des valeurs suivantes : ${(p.allowedValues as unknown[]).join(', ')}`;
-    case 'const': return `doit valoir ${JSON.stringify(p.allowedValue)}`;
-    case 'format': return `doit être ${formatNames[p.format] ?? `au format ${p.format}`}`;
+    case 'type':
+      return `doit être ${String(p.type)
+        .split(',')
+        .map((t) => typeNames[t] ?? t)
+        .join(' ou ')}`;
+    case 'minimum':
+      return `doit être supérieur ou égal à ${p.limit}`;
+    case 'maximum':
+      return `doit être inférieur ou égal à ${p.limit}`;
+    case 'exclusiveMinimum':
+      return `doit être strictement supérieur à ${p.limit}`;
+    case 'exclusiveMaximum':
+      return `doit être strictement inférieur à ${p.limit}`;
+    case 'enum':
+      return `doit valoir l’une des valeurs suivantes : ${(p.allowedValues as unknown[]).join(', ')}`;
+    case 'const':
+      return `doit valoir ${JSON.stringify(p.allowedValue)}`;
+    case 'format':
+      return `doit être ${formatNames[p.format] ?? `au format ${p.format}`}`;
     case 'pattern': {
       // The document says in words what a pattern means (`x-pattern-description`), when it can.
       const meaning = (error.parentSchema as Record<string, unknown> | undefined)?.['x-pattern-description'];
       return typeof meaning === 'string' ? `doit être ${meaning}` : 'n’a pas le format attendu';
     }
-    case 'minLength': return `doit contenir au moins ${p.limit} caractère(s)`;
-    case 'maxLength': return `doit contenir au plus ${p.limit} caractères`;
-    case 'minItems': return `doit contenir au moins ${p.limit} élément(s)`;
-    case 'maxItems': return `doit contenir au plus ${p.limit} éléments`;
-    case 'uniqueItems': return 'ne doit pas contenir de doublons';
-    case 'oneOf': case 'anyOf': return 'ne correspond à aucune des formes attendues';
-    default: return 'est invalide';
+    case 'minLength':
+      return `doit contenir au moins ${p.limit} caractère(s)`;
+    case 'maxLength':
+      return `doit contenir au plus ${p.limit} caractères`;
+    case 'minItems':
+      return `doit contenir au moins ${p.limit} élément(s)`;
+    case 'maxItems':
+      return `doit contenir au plus ${p.limit} éléments`;
+    case 'uniqueItems':
+      return 'ne doit pas contenir de doublons';
+    case 'oneOf':
+    case 'anyOf':
+      return 'ne correspond à aucune des formes attendues';
+    default:
+      return 'est invalide';
   }
 }
 
 /** `/users/3/email` -> `users[3].email` */
 function fieldPath(instancePath: string): string {
-  return instancePath.split('/').slice(1).reduce(
-    (path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part), '');
+  return instancePath
+    .split('/')
+    .slice(1)
+    .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part), '');
 }
 
 /** One French sentence for Fastify's validation error, naming the parameter or field at fault. */
@@ -94,7 +122,8 @@ export function frenchValidationMessage(errors: ErrorObject[], part: string | un
   const join = (name: string) => (base ? `${base}.${name}` : name);
   if (part === 'body') {
     if (error.keyword === 'required') return `Corps de la requête invalide : le champ « ${join(p.missingProperty)} » est obligatoire.`;
-    if (error.keyword === 'additionalProperties') return `Corps de la requête invalide : le champ « ${join(p.additionalProperty)} » n’est pas reconnu.`;
+    if (error.keyword === 'additionalProperties')
+      return `Corps de la requête invalide : le champ « ${join(p.additionalProperty)} » n’est pas reconnu.`;
     return base
       ? `Corps de la requête invalide : « ${base} » ${describe(error)}.`
       : `Corps de la requête invalide : il ${describe(error)}.`;

@@ -25,7 +25,8 @@ const activate = (membershipId: string, at: Date, orgId = org.orgId) =>
   database.db.transaction().execute((trx) => activateOnFirstLogin(trx, { orgId, membershipId, at }));
 
 async function state(membershipId: string) {
-  return database.db.selectFrom('memberships as m')
+  return database.db
+    .selectFrom('memberships as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .innerJoin('licences as l', 'l.membership_id', 'm.id')
     .select(['m.status', 'm.joined_at', 'a.first_login_at', 'l.status as licence_status', 'l.activated_at'])
@@ -33,12 +34,22 @@ async function state(membershipId: string) {
     .executeTakeFirstOrThrow();
 }
 
-const activatedEvents = (orgId = org.orgId) => database.db.selectFrom('events')
-  .select(['type', 'data']).where('org_id', '=', orgId).where('type', '=', 'learner.activated').orderBy('created_at').execute();
+const activatedEvents = (orgId = org.orgId) =>
+  database.db
+    .selectFrom('events')
+    .select(['type', 'data'])
+    .where('org_id', '=', orgId)
+    .where('type', '=', 'learner.activated')
+    .orderBy('created_at')
+    .execute();
 
 async function invited(email: string) {
   return addLearner(database.db, org.orgId, {
-    email, name: null, status: 'invité', at: '2026-01-10 10:00', licence: { type: 'standard', status: 'attribuée' },
+    email,
+    name: null,
+    status: 'invité',
+    at: '2026-01-10 10:00',
+    licence: { type: 'standard', status: 'attribuée' },
   });
 }
 
@@ -49,13 +60,19 @@ describe('activateOnFirstLogin', () => {
     const result = await activate(membershipId, at);
     expect(result.activated).toBe(true);
     expect(await state(membershipId)).toEqual({
-      status: 'actif', joined_at: at, first_login_at: at, licence_status: 'activée', activated_at: at,
+      status: 'actif',
+      joined_at: at,
+      first_login_at: at,
+      licence_status: 'activée',
+      activated_at: at,
     });
     const events = await activatedEvents();
-    expect(events).toEqual([{
-      type: 'learner.activated',
-      data: { learner: { user_id: userId, email: 'lina@exemple.fr', name: null }, activated_at: '2026-01-14T09:05:21.640+01:00' },
-    }]);
+    expect(events).toEqual([
+      {
+        type: 'learner.activated',
+        data: { learner: { user_id: userId, email: 'lina@exemple.fr', name: null }, activated_at: '2026-01-14T09:05:21.640+01:00' },
+      },
+    ]);
     const users = (await app.inject({ method: 'GET', url: '/v1/users?email=lina@exemple.fr', headers: bearer(org.readKey) })).json();
     expect(users.data[0]).toMatchObject({ statut: 'actif', licence_statut: 'activée', inscrit_le: '2026-01-14' });
   });
@@ -81,7 +98,10 @@ describe('activateOnFirstLogin', () => {
 
   it('activates the licence of a learner attached as actif, with the summer offset', async () => {
     const { membershipId } = await addLearner(database.db, org.orgId, {
-      email: 'paul@exemple.fr', name: 'Paul Roy', at: '2026-06-20 10:00', licence: { type: 'tutorat', status: 'attribuée' },
+      email: 'paul@exemple.fr',
+      name: 'Paul Roy',
+      at: '2026-06-20 10:00',
+      licence: { type: 'tutorat', status: 'attribuée' },
     });
     const at = new Date('2026-07-01T10:00:00Z');
     expect((await activate(membershipId, at)).activated).toBe(true);
@@ -89,7 +109,10 @@ describe('activateOnFirstLogin', () => {
     // joined_at stays the attachment date: only an invitation is joined at the first login.
     expect((await state(membershipId)).joined_at).toEqual(new Date('2026-06-20T08:00:00Z'));
     const last = (await activatedEvents()).at(-1)!;
-    expect(last.data).toMatchObject({ learner: { email: 'paul@exemple.fr', name: 'Paul Roy' }, activated_at: '2026-07-01T12:00:00.000+02:00' });
+    expect(last.data).toMatchObject({
+      learner: { email: 'paul@exemple.fr', name: 'Paul Roy' },
+      activated_at: '2026-07-01T12:00:00.000+02:00',
+    });
   });
 
   it('does nothing for a learner of another organisation', async () => {
@@ -102,10 +125,12 @@ describe('activateOnFirstLogin', () => {
   it('writes nothing when the caller’s transaction rolls back', async () => {
     const { membershipId } = await invited('rollback@exemple.fr');
     const before = (await activatedEvents()).length;
-    await expect(database.db.transaction().execute(async (trx) => {
-      await activateOnFirstLogin(trx, { orgId: org.orgId, membershipId, at: new Date() });
-      throw new Error('rollback');
-    })).rejects.toThrow('rollback');
+    await expect(
+      database.db.transaction().execute(async (trx) => {
+        await activateOnFirstLogin(trx, { orgId: org.orgId, membershipId, at: new Date() });
+        throw new Error('rollback');
+      }),
+    ).rejects.toThrow('rollback');
     expect(await state(membershipId)).toMatchObject({ status: 'invité', licence_status: 'attribuée' });
     expect(await activatedEvents()).toHaveLength(before);
   });

@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  type ActivityReportData, buildActivityReport, correctAnswersByAttempt, timePerModule,
-} from '../src/pdf/activity-report';
+import { type ActivityReportData, buildActivityReport, correctAnswersByAttempt, timePerModule } from '../src/pdf/activity-report';
 import type { Content, DocumentDefinition, TableNode } from '../src/pdf/document-definition';
 import { frenchDate, frenchDateTime, frenchDecimal, frenchInteger, minutesWithHours, outOf } from '../src/pdf/french-format';
 import { activityReportFileName, pdfAttachmentHeaders } from '../src/pdf/report-file-name';
@@ -51,8 +49,14 @@ function deepFreeze<T>(value: T): T {
 }
 
 const sectionTitles = [
-  '1. Synthèse de l’année', '2. Programmes suivis', '3. Connexions', '4. Temps passé par leçon',
-  '5. Évaluations et tentatives de quiz', '6. Émargement des séances de tutorat', '7. Documents émis', '8. Satisfaction et avis',
+  '1. Synthèse de l’année',
+  '2. Programmes suivis',
+  '3. Connexions',
+  '4. Temps passé par leçon',
+  '5. Évaluations et tentatives de quiz',
+  '6. Émargement des séances de tutorat',
+  '7. Documents émis',
+  '8. Satisfaction et avis',
 ];
 
 describe('buildActivityReport', () => {
@@ -67,11 +71,21 @@ describe('buildActivityReport', () => {
     const data = sampleReportData('small');
     const text = joined(buildActivityReport(data));
     for (const expected of [
-      'Rapport d’activité', 'Formations Côte d’Émeraude', 'Hélène Lefèvre-Ørsted', 'helene.lefevre@exemple.fr',
-      '0b5c2a7e-3f64-4b1e-9d62-1c4f5e7a9b10', 'du 01/01/2026 au 31/12/2026', 'Tous les programmes', '22/11/2026 09:30 (heure de Paris)',
-      '01/12/2025', '03/12/2025',
-    ]) expect(text).toContain(expected);
-    const filtered = joined(buildActivityReport({ ...data, programme: { slug: 'excel-intermediaire', title: 'Excel — niveau intermédiaire' } }));
+      'Rapport d’activité',
+      'Formations Côte d’Émeraude',
+      'Hélène Lefèvre-Ørsted',
+      'helene.lefevre@exemple.fr',
+      '0b5c2a7e-3f64-4b1e-9d62-1c4f5e7a9b10',
+      'du 01/01/2026 au 31/12/2026',
+      'Tous les programmes',
+      '22/11/2026 09:30 (heure de Paris)',
+      '01/12/2025',
+      '03/12/2025',
+    ])
+      expect(text).toContain(expected);
+    const filtered = joined(
+      buildActivityReport({ ...data, programme: { slug: 'excel-intermediaire', title: 'Excel — niveau intermédiaire' } }),
+    );
     expect(filtered).toContain('Excel — niveau intermédiaire (excel-intermediaire)');
     expect(filtered).not.toContain('Tous les programmes');
     // Logins and the learners row know no programme: the report says so rather than mislead.
@@ -116,7 +130,10 @@ describe('buildActivityReport', () => {
     const definition = buildActivityReport(sampleReportData('small'));
     const pageSize = { width: 595.28, height: 841.89 };
     expect(definition.header!(1, 3, pageSize)).toBeNull();
-    expect(texts(definition.header!(2, 3, pageSize))).toEqual(['Rapport d’activité 2026 · Hélène Lefèvre-Ørsted', 'Formations Côte d’Émeraude']);
+    expect(texts(definition.header!(2, 3, pageSize))).toEqual([
+      'Rapport d’activité 2026 · Hélène Lefèvre-Ørsted',
+      'Formations Côte d’Émeraude',
+    ]);
     expect(texts(definition.footer!(2, 3, pageSize))).toContain('Page 2 / 3');
     expect(definition.language).toBe('fr-FR');
     expect(definition.info?.title).toBe('Rapport d’activité 2026 · Hélène Lefèvre-Ørsted');
@@ -144,7 +161,9 @@ describe('buildActivityReport', () => {
       const lessons = data.progress.filter((row) => row.programme_slug === module.programmeSlug && row.module === module.module);
       expect(module.minutes).toBe(lessons.reduce((sum, row) => sum + row.temps_min, 0));
     }
-    const chart = dataTables(buildActivityReport(data)).find((table) => texts(table.table.body[0]![0] as Content).includes('Temps actif par module'))!;
+    const chart = dataTables(buildActivityReport(data)).find((table) =>
+      texts(table.table.body[0]![0] as Content).includes('Temps actif par module'),
+    )!;
     const rows = chart.table.body.slice(2);
     expect(rows).toHaveLength(modules.length);
     const longest = Math.max(...modules.map((module) => module.minutes));
@@ -162,7 +181,9 @@ describe('buildActivityReport', () => {
     const byAttempt = correctAnswersByAttempt(data.quizAnswers);
     expect(byAttempt.size).toBe(data.evaluations.length);
     const attempt = data.evaluations[5]!;
-    const answers = data.quizAnswers.filter((row) => row.lecon === attempt.lecon && row.programme_slug === attempt.programme_slug && row.tentative === attempt.tentative);
+    const answers = data.quizAnswers.filter(
+      (row) => row.lecon === attempt.lecon && row.programme_slug === attempt.programme_slug && row.tentative === attempt.tentative,
+    );
     expect([...byAttempt.values()].some((entry) => entry.questions === answers.length)).toBe(true);
     const text = joined(buildActivityReport(data));
     expect(text).toContain(`${answers.filter((row) => row.correct === 'Oui').length}/${answers.length}`);
@@ -173,8 +194,10 @@ describe('buildActivityReport', () => {
     const text = texts(buildActivityReport(data).content);
     const present = data.attendance.filter((row) => row.present === 'Oui').length;
     const connected = data.attendance.reduce((sum, row) => sum + row.temps_connecte_min, 0);
-    expect(text).toContain(`Total : ${data.attendance.length} séances, ${present} présences validées, durée prévue 180\u00a0min (3\u00a0h\u00a000), `
-      + `temps connecté ${connected}\u00a0min (${Math.floor(connected / 60)}\u00a0h\u00a0${String(connected % 60).padStart(2, '0')})`);
+    expect(text).toContain(
+      `Total : ${data.attendance.length} séances, ${present} présences validées, durée prévue 180\u00a0min (3\u00a0h\u00a000), ` +
+        `temps connecté ${connected}\u00a0min (${Math.floor(connected / 60)}\u00a0h\u00a0${String(connected % 60).padStart(2, '0')})`,
+    );
     expect(text).toContain('Signature apprenant');
     expect(text).toContain('Signature formateur');
   });
@@ -196,10 +219,24 @@ describe('French spelling of the wire values', () => {
   });
 
   it('names the device of a user-agent string', () => {
-    expect(describeUserAgent('Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:124.0) Gecko/20100101 Firefox/124.0')).toBe('Firefox 124 · Windows');
-    expect(describeUserAgent('Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1')).toBe('Safari 17 · iPhone');
-    expect(describeUserAgent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/123.0.0.0 Safari/537.36 Edg/123.0.2420.65')).toBe('Edge 123 · Windows');
-    expect(describeUserAgent('Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/123.0.6312.99 Mobile Safari/537.36')).toBe('Chrome 123 · Android');
+    expect(describeUserAgent('Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:124.0) Gecko/20100101 Firefox/124.0')).toBe(
+      'Firefox 124 · Windows',
+    );
+    expect(
+      describeUserAgent(
+        'Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1',
+      ),
+    ).toBe('Safari 17 · iPhone');
+    expect(
+      describeUserAgent(
+        'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/123.0.0.0 Safari/537.36 Edg/123.0.2420.65',
+      ),
+    ).toBe('Edge 123 · Windows');
+    expect(
+      describeUserAgent(
+        'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/123.0.6312.99 Mobile Safari/537.36',
+      ),
+    ).toBe('Chrome 123 · Android');
     expect(describeUserAgent('curl/8.5.0')).toBe('curl/8.5.0');
     expect(describeUserAgent('x'.repeat(100))).toHaveLength(60);
     expect(describeUserAgent(null)).toBeNull();
@@ -218,9 +255,16 @@ describe('report file name', () => {
 
   it('falls back on the email, and stays plain when there is nothing to keep', () => {
     const name = activityReportFileName({ name: null, email: 'Claire.Martin@exemple.fr' }, 2025);
-    expect(name).toEqual({ ascii: 'rapport-activite-claire-martin-exemple-fr-2025.pdf', unicode: 'rapport-activite-claire-martin-exemple-fr-2025.pdf' });
-    expect(pdfAttachmentHeaders(name)['Content-Disposition']).toBe('attachment; filename="rapport-activite-claire-martin-exemple-fr-2025.pdf"');
-    expect(activityReportFileName({ name: 'Œdipe Æsir Straße', email: 'x@x' }, 2025).ascii).toBe('rapport-activite-oedipe-aesir-strasse-2025.pdf');
+    expect(name).toEqual({
+      ascii: 'rapport-activite-claire-martin-exemple-fr-2025.pdf',
+      unicode: 'rapport-activite-claire-martin-exemple-fr-2025.pdf',
+    });
+    expect(pdfAttachmentHeaders(name)['Content-Disposition']).toBe(
+      'attachment; filename="rapport-activite-claire-martin-exemple-fr-2025.pdf"',
+    );
+    expect(activityReportFileName({ name: 'Œdipe Æsir Straße', email: 'x@x' }, 2025).ascii).toBe(
+      'rapport-activite-oedipe-aesir-strasse-2025.pdf',
+    );
     expect(activityReportFileName({ name: '  ', email: '«»@x' }, 2025).ascii).toBe('rapport-activite-x-2025.pdf');
   });
 });

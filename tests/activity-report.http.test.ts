@@ -38,8 +38,11 @@ beforeAll(async () => {
   org = await createOrgWithKeys(database.db, { name: 'Organisme Émeraude & Fils' });
   other = await createOrgWithKeys(database.db, { name: 'Autre organisme' });
   await seedOrganisation(database.db, { orgId: org.orgId, learners: 60, seed: 11, year: 2025, now: new Date('2026-01-10T12:00:00Z') });
-  quietLearner = await addLearner(database.db, org.orgId, { email: 'zoe.quiet@exemple.fr', name: 'Zoé Tranquille', at: '2026-01-05 10:00' })
-    .then(({ userId }) => ({ userId, email: 'zoe.quiet@exemple.fr' }));
+  quietLearner = await addLearner(database.db, org.orgId, {
+    email: 'zoe.quiet@exemple.fr',
+    name: 'Zoé Tranquille',
+    at: '2026-01-05 10:00',
+  }).then(({ userId }) => ({ userId, email: 'zoe.quiet@exemple.fr' }));
   strangerEmail = 'secret@autre.fr';
   await addLearner(database.db, other.orgId, { email: strangerEmail, name: 'Secret', at: '2026-01-05 10:00' });
   const learners = await fetchAll<Schemas['LearnerRow']>('learners', 'year=2025');
@@ -101,8 +104,9 @@ describe('GET /activity-report', () => {
       // A section (or sub-section of the ratings) is a table or "Aucune donnée", never both, never neither.
       const none = (found: unknown[]) => found.length === 0;
       const ratings = [rows.satisfaction, rows.tutoringRatings, rows.lessonRatings];
-      const expectedEmpty = [rows.enrollments, rows.logins, rows.progress, rows.evaluations, rows.attendance, rows.documents].filter(none).length
-        + (ratings.every(none) ? 1 : ratings.filter(none).length);
+      const expectedEmpty =
+        [rows.enrollments, rows.logins, rows.progress, rows.evaluations, rows.attendance, rows.documents].filter(none).length +
+        (ratings.every(none) ? 1 : ratings.filter(none).length);
       expect(text.lines.filter((line) => line.startsWith('Aucune donnée')).length, learner.email).toBe(expectedEmpty);
     }
     for (const [resource, total] of Object.entries(totals)) expect(total, resource).toBeGreaterThan(0);
@@ -233,7 +237,11 @@ async function userIdOf(email: string): Promise<string> {
 
 /** null when pdftoppm is there (installed with apt when possible), else why it is not. */
 async function ensurePdftoppm(): Promise<string | null> {
-  const present = () => run('pdftoppm', ['-v']).then(() => true, () => false);
+  const present = () =>
+    run('pdftoppm', ['-v']).then(
+      () => true,
+      () => false,
+    );
   if (await present()) return null;
   try {
     await run('apt-get', ['install', '-y', 'poppler-utils'], { timeout: 120_000 });

@@ -11,7 +11,10 @@ export interface PdfText {
 
 /** Normalises what pdf.js returns: no-break spaces become spaces, runs of spaces one. */
 export function normalise(text: string): string {
-  return text.replace(/[\u00a0\u202f]/g, ' ').replace(/\s+/g, ' ').trim();
+  return text
+    .replace(/[\u00a0\u202f]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 /**
@@ -37,14 +40,20 @@ export async function extractPdfText(pdf: Uint8Array): Promise<PdfText> {
       row.pieces.push({ x, width: item.width, text: item.str });
     }
     rows.sort((a, b) => b.y - a.y);
-    pages.push(rows.map((row) => {
-      const pieces = row.pieces.sort((a, b) => a.x - b.x);
-      // Pieces that touch belong to one word (pdfmake cuts after a hyphen); a gap is a space.
-      return normalise(pieces.map((piece, index) => {
-        const previous = pieces[index - 1];
-        return previous && piece.x - (previous.x + previous.width) < 0.5 ? piece.text : ` ${piece.text}`;
-      }).join(''));
-    }));
+    pages.push(
+      rows.map((row) => {
+        const pieces = row.pieces.sort((a, b) => a.x - b.x);
+        // Pieces that touch belong to one word (pdfmake cuts after a hyphen); a gap is a space.
+        return normalise(
+          pieces
+            .map((piece, index) => {
+              const previous = pieces[index - 1];
+              return previous && piece.x - (previous.x + previous.width) < 0.5 ? piece.text : ` ${piece.text}`;
+            })
+            .join(''),
+        );
+      }),
+    );
   }
   const metadata = await document.getMetadata();
   await document.destroy();

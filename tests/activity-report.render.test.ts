@@ -19,11 +19,21 @@ describe('activity report rendering', () => {
     expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
     const read = await extractPdfText(pdf);
     expect(read.pageCount).toBeGreaterThan(10);
-    expect(read.info).toMatchObject({ Title: 'Rapport d’activité 2026 · Hélène Lefèvre-Ørsted', Author: 'Formations Côte d’Émeraude', Language: 'fr-FR' });
+    expect(read.info).toMatchObject({
+      Title: 'Rapport d’activité 2026 · Hélène Lefèvre-Ørsted',
+      Author: 'Formations Côte d’Émeraude',
+      Language: 'fr-FR',
+    });
 
     // Accents, typographic apostrophes and non-Latin-1 letters survive embedding and extraction.
     const text = read.lines.join('\n');
-    for (const expected of ['Hélène Lefèvre-Ørsted', 'Formations Côte d’Émeraude', '6. Émargement des séances de tutorat', 'Écrits professionnels et orthographe', '« logins »']) {
+    for (const expected of [
+      'Hélène Lefèvre-Ørsted',
+      'Formations Côte d’Émeraude',
+      '6. Émargement des séances de tutorat',
+      'Écrits professionnels et orthographe',
+      '« logins »',
+    ]) {
       expect(text).toContain(expected);
     }
     read.pages.forEach((lines, index) => {
@@ -35,7 +45,9 @@ describe('activity report rendering', () => {
 
     // Every login is one line of the table, with its own figures.
     for (const login of data.logins) {
-      expect(read.lines).toContain(`${frenchDateTime(login.debut)} ${frenchDateTime(login.fin)} ${login.duree_min} min ${login.ip} ${describeUserAgent(login.navigateur)}`);
+      expect(read.lines).toContain(
+        `${frenchDateTime(login.debut)} ${frenchDateTime(login.fin)} ${login.duree_min} min ${login.ip} ${describeUserAgent(login.navigateur)}`,
+      );
     }
   });
 

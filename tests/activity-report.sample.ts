@@ -13,13 +13,37 @@ export function sampleReportData(size: 'heavy' | 'empty' | 'small' = 'heavy'): A
     programme: null,
     generatedAt: '2026-11-22 09:30',
     summary: {
-      nom: learner.name, email: learner.email, invite_le: '2025-12-01', inscrit_le: '2025-12-03',
-      connexions: 0, temps_actif_min: 0, temps_cours_min: 0, temps_labia_min: 0, temps_tutorat_min: 0,
-      programmes_suivis: 0, programmes_completes: 0, evaluations_reussies: 0, evaluations_total: 0, score_moyen: null,
-      seances_tutorat: 0, seances_present: 0, pif_emis: 0, attestations_emises: 0, satisfaction_note: null, nps: null,
+      nom: learner.name,
+      email: learner.email,
+      invite_le: '2025-12-01',
+      inscrit_le: '2025-12-03',
+      connexions: 0,
+      temps_actif_min: 0,
+      temps_cours_min: 0,
+      temps_labia_min: 0,
+      temps_tutorat_min: 0,
+      programmes_suivis: 0,
+      programmes_completes: 0,
+      evaluations_reussies: 0,
+      evaluations_total: 0,
+      score_moyen: null,
+      seances_tutorat: 0,
+      seances_present: 0,
+      pif_emis: 0,
+      attestations_emises: 0,
+      satisfaction_note: null,
+      nps: null,
     },
-    enrollments: [], logins: [], progress: [], evaluations: [], quizAnswers: [], attendance: [], documents: [],
-    satisfaction: [], tutoringRatings: [], lessonRatings: [],
+    enrollments: [],
+    logins: [],
+    progress: [],
+    evaluations: [],
+    quizAnswers: [],
+    attendance: [],
+    documents: [],
+    satisfaction: [],
+    tutoringRatings: [],
+    lessonRatings: [],
   };
   if (size === 'empty') return base;
 
@@ -45,8 +69,12 @@ export function sampleReportData(size: 'heavy' | 'empty' | 'small' = 'heavy'): A
       const start = 8 * 60 + session * 300 + Math.floor(random() * 120);
       const duration = 10 + Math.floor(random() * 110);
       base.logins.push({
-        ...common, debut: `${date(day)} ${time(start)}`, fin: `${date(day)} ${time(start + duration)}`, duree_min: duration,
-        ip: pick(['203.0.113.42', '198.51.100.7', '2001:db8:85a3::8a2e:370:7334']), navigateur: pick(agents),
+        ...common,
+        debut: `${date(day)} ${time(start)}`,
+        fin: `${date(day)} ${time(start + duration)}`,
+        duree_min: duration,
+        ip: pick(['203.0.113.42', '198.51.100.7', '2001:db8:85a3::8a2e:370:7334']),
+        navigateur: pick(agents),
       });
     }
   }
@@ -61,27 +89,45 @@ export function sampleReportData(size: 'heavy' | 'empty' | 'small' = 'heavy'): A
         total += 1;
         if (visits > 0) viewed += 1;
         // Only lessons with activity in the year have a row.
-        if (visits > 0) base.progress.push({
-          ...common, programme: programme.title, programme_slug: programme.slug, pourcentage_programme: 0, module: moduleTitle,
-          lecon: `Leçon ${module}.${lesson} — ${pick(['Les tableaux croisés dynamiques', 'Écrire un courriel efficace', 'Planifier un sprint', 'Références absolues et relatives'])}`,
-          vue: visits > 0 ? 'Oui' : 'Non', visites: visits, temps_min: visits * (5 + Math.floor(random() * 20)),
-          derniere_visite_le: date(Math.floor(random() * days)),
-        });
+        if (visits > 0)
+          base.progress.push({
+            ...common,
+            programme: programme.title,
+            programme_slug: programme.slug,
+            pourcentage_programme: 0,
+            module: moduleTitle,
+            lecon: `Leçon ${module}.${lesson} — ${pick(['Les tableaux croisés dynamiques', 'Écrire un courriel efficace', 'Planifier un sprint', 'Références absolues et relatives'])}`,
+            vue: visits > 0 ? 'Oui' : 'Non',
+            visites: visits,
+            temps_min: visits * (5 + Math.floor(random() * 20)),
+            derniere_visite_le: date(Math.floor(random() * days)),
+          });
         if (lesson === 6) {
           for (let attempt = 1; attempt <= (size === 'heavy' ? 3 : 1); attempt += 1) {
             const score = 40 + Math.floor(random() * 61);
             const attemptDate = date(Math.floor(random() * days));
             const row = {
-              ...common, programme: programme.title, programme_slug: programme.slug, module: moduleTitle, lecon: `Quiz du module ${module}`,
-              tentative: attempt, reussi: score >= 70 ? 'Oui' as const : 'Non' as const,
+              ...common,
+              programme: programme.title,
+              programme_slug: programme.slug,
+              module: moduleTitle,
+              lecon: `Quiz du module ${module}`,
+              tentative: attempt,
+              reussi: score >= 70 ? ('Oui' as const) : ('Non' as const),
             };
             base.evaluations.push({ ...row, score, date: attemptDate });
             for (let question = 1; question <= 5; question += 1) {
               const correct = random() < score / 100;
               base.quizAnswers.push({
-                ...row, score_tentative: score, question: `Question ${question} : quelle fonction renvoie la position d’une valeur ?`,
-                options: 'INDEX|EQUIV|RECHERCHEV|DECALER', reponse_choisie: correct ? 'EQUIV' : 'INDEX', bonne_reponse: 'EQUIV',
-                correct: correct ? 'Oui' : 'Non', repondu_le: `${attemptDate} 16:41`, date: attemptDate,
+                ...row,
+                score_tentative: score,
+                question: `Question ${question} : quelle fonction renvoie la position d’une valeur ?`,
+                options: 'INDEX|EQUIV|RECHERCHEV|DECALER',
+                reponse_choisie: correct ? 'EQUIV' : 'INDEX',
+                bonne_reponse: 'EQUIV',
+                correct: correct ? 'Oui' : 'Non',
+                repondu_le: `${attemptDate} 16:41`,
+                date: attemptDate,
               });
             }
           }
@@ -91,25 +137,72 @@ export function sampleReportData(size: 'heavy' | 'empty' | 'small' = 'heavy'): A
     const percentage = Math.round((viewed / total) * 100);
     for (const row of base.progress) if (row.programme_slug === programme.slug) row.pourcentage_programme = percentage;
     base.enrollments.push({
-      ...common, programme: programme.title, programme_slug: programme.slug, pourcentage: percentage, lecons_vues: viewed, lecons_total: total,
-      complete: percentage === 100 ? 'Oui' : 'Non', complete_le: null, derniere_activite_le: date(days - 1),
-      premiere_connexion_le: `${date(0)} 09:12`, derniere_connexion_le: `${date(days - 1)} 17:55`,
+      ...common,
+      programme: programme.title,
+      programme_slug: programme.slug,
+      pourcentage: percentage,
+      lecons_vues: viewed,
+      lecons_total: total,
+      complete: percentage === 100 ? 'Oui' : 'Non',
+      complete_le: null,
+      derniere_activite_le: date(days - 1),
+      premiere_connexion_le: `${date(0)} 09:12`,
+      derniere_connexion_le: `${date(days - 1)} 17:55`,
     });
-    base.documents.push({ ...common, type: 'PIF', programme: programme.title, programme_slug: programme.slug, emis_le: date(0), heures: 21.5, score_completion: null });
+    base.documents.push({
+      ...common,
+      type: 'PIF',
+      programme: programme.title,
+      programme_slug: programme.slug,
+      emis_le: date(0),
+      heures: 21.5,
+      score_completion: null,
+    });
     for (let session = 1; session <= (size === 'heavy' ? 12 : 2); session += 1) {
       const present = random() < 0.85;
       base.attendance.push({
-        ...common, seance: `Atelier tutoré n° ${session} — échanges et cas pratiques`, programme: programme.title, programme_slug: programme.slug,
-        date: `${date(session * 20)} 14:00`, duree_prevue_min: 90, present: present ? 'Oui' : 'Non', temps_connecte_min: present ? 60 + Math.floor(random() * 30) : 0,
-        signe_apprenant: present ? 'Oui' : 'Non', signe_formateur: present ? 'Oui' : 'Non',
+        ...common,
+        seance: `Atelier tutoré n° ${session} — échanges et cas pratiques`,
+        programme: programme.title,
+        programme_slug: programme.slug,
+        date: `${date(session * 20)} 14:00`,
+        duree_prevue_min: 90,
+        present: present ? 'Oui' : 'Non',
+        temps_connecte_min: present ? 60 + Math.floor(random() * 30) : 0,
+        signe_apprenant: present ? 'Oui' : 'Non',
+        signe_formateur: present ? 'Oui' : 'Non',
       });
       base.tutoringRatings.push({
-        ...common, seance: `Atelier tutoré n° ${session} — échanges et cas pratiques`, programme: programme.title, programme_slug: programme.slug,
-        formateur: 'Julien Lefèvre', note_seance: session === 1 ? null : 4, note_formateur: 5, commentaire: 'Explications claires, très concret.', soumis_le: date(session * 20),
+        ...common,
+        seance: `Atelier tutoré n° ${session} — échanges et cas pratiques`,
+        programme: programme.title,
+        programme_slug: programme.slug,
+        formateur: 'Julien Lefèvre',
+        note_seance: session === 1 ? null : 4,
+        note_formateur: 5,
+        commentaire: 'Explications claires, très concret.',
+        soumis_le: date(session * 20),
       });
     }
-    base.satisfaction.push({ ...common, programme: programme.title, programme_slug: programme.slug, note: 4, nps: 9, verbatim: 'Formation très concrète, les ateliers tutorés m’ont beaucoup aidée.', repondu_le: date(days - 1) });
-    base.lessonRatings.push({ ...common, programme: programme.title, programme_slug: programme.slug, module: 'Module 1 — Fondamentaux', lecon: 'Bilan du module 1', note: 5, commentaire: null, soumis_le: date(30) });
+    base.satisfaction.push({
+      ...common,
+      programme: programme.title,
+      programme_slug: programme.slug,
+      note: 4,
+      nps: 9,
+      verbatim: 'Formation très concrète, les ateliers tutorés m’ont beaucoup aidée.',
+      repondu_le: date(days - 1),
+    });
+    base.lessonRatings.push({
+      ...common,
+      programme: programme.title,
+      programme_slug: programme.slug,
+      module: 'Module 1 — Fondamentaux',
+      lecon: 'Bilan du module 1',
+      note: 5,
+      commentaire: null,
+      soumis_le: date(30),
+    });
   }
   base.evaluations.sort((a, b) => a.date.localeCompare(b.date));
   base.summary = {

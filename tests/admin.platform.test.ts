@@ -16,10 +16,18 @@ describe('operator commands', () => {
   it('create an organisation, licences and keys that work on the API', async () => {
     const org = await admin(database.url, ['org', 'create', '--name', 'Organisme Éole', '--domains', 'eole.fr,Partenaire.fr']);
     expect(org).toEqual({ id: expect.any(String), name: 'Organisme Éole' });
-    expect(await admin(database.url, ['licences', 'add', '--org', org.id, '--type', 'tutorat', '--count', '7']))
-      .toEqual({ org: org.id, type: 'tutorat', added: 7 });
+    expect(await admin(database.url, ['licences', 'add', '--org', org.id, '--type', 'tutorat', '--count', '7'])).toEqual({
+      org: org.id,
+      type: 'tutorat',
+      added: 7,
+    });
     const key = await admin(database.url, ['key', 'create', '--org', org.id, '--write', '--expires', '2099-12-31', '--label', 'ETL']);
-    expect(key).toEqual({ id: expect.any(String), key: expect.stringMatching(/^sk_live_[\w-]{43}$/), scopes: ['read', 'write'], expires_at: '2099-12-31' });
+    expect(key).toEqual({
+      id: expect.any(String),
+      key: expect.stringMatching(/^sk_live_[\w-]{43}$/),
+      scopes: ['read', 'write'],
+      expires_at: '2099-12-31',
+    });
     const readOnly = await admin(database.url, ['key', 'create', '--org', org.id]);
     expect(readOnly.scopes).toEqual(['read']);
     expect(readOnly.expires_at).toBeNull();
@@ -47,7 +55,10 @@ describe('operator commands', () => {
       [['org', 'create', '--name', 'X', '--domains', 'pas un domaine'], /Domaine invalide/],
       [['licences', 'add', '--org', 'abc', '--type', 'standard', '--count', '1'], /UUID/],
       [['licences', 'add', '--org', '00000000-0000-4000-8000-000000000000', '--type', 'or', '--count', '1'], /standard ou tutorat/],
-      [['licences', 'add', '--org', '00000000-0000-4000-8000-000000000000', '--type', 'standard', '--count', '-3'], /entier positif|Unknown option|argument/],
+      [
+        ['licences', 'add', '--org', '00000000-0000-4000-8000-000000000000', '--type', 'standard', '--count', '-3'],
+        /entier positif|Unknown option|argument/,
+      ],
       [['key', 'create', '--org', '00000000-0000-4000-8000-000000000000'], /Aucune organisation/],
       [['key', 'create', '--org', '00000000-0000-4000-8000-000000000000', '--expires', '2026-02-30'], /AAAA-MM-JJ/],
       [['key', 'revoke', '--id', '00000000-0000-4000-8000-000000000000'], /Aucune clé/],

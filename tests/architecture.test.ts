@@ -38,10 +38,14 @@ function breaksTheRule(from: string, target: string): boolean {
 }
 
 function violations(): string[] {
-  return Object.keys(layers).flatMap((folder) => sourceFiles(path.join(projectRoot, folder)).flatMap((file) => {
-    const from = path.relative(projectRoot, file);
-    return importsOf(file).filter((target) => breaksTheRule(from, target)).map((target) => `${from} -> ${target}`);
-  }));
+  return Object.keys(layers).flatMap((folder) =>
+    sourceFiles(path.join(projectRoot, folder)).flatMap((file) => {
+      const from = path.relative(projectRoot, file);
+      return importsOf(file)
+        .filter((target) => breaksTheRule(from, target))
+        .map((target) => `${from} -> ${target}`);
+    }),
+  );
 }
 
 describe('the architecture', () => {

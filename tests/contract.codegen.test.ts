@@ -10,14 +10,18 @@ const run = promisify(execFile);
 
 describe('generated code and handlers follow openapi.yaml', () => {
   it('codegen/openapi.ts is what openapi-typescript makes of openapi.yaml today', async () => {
-    await expect(run('npx', ['openapi-typescript', 'openapi.yaml', '-o', 'codegen/openapi.ts', '--check'], { cwd: projectRoot }))
-      .resolves.toBeDefined();
+    await expect(
+      run('npx', ['openapi-typescript', 'openapi.yaml', '-o', 'codegen/openapi.ts', '--check'], { cwd: projectRoot }),
+    ).resolves.toBeDefined();
   }, 60_000);
 
   it('has exactly one handler per operationId of the document', () => {
     const document = loadOpenapiDocument();
-    const operationIds = Object.values<Record<string, { operationId?: string }>>(document.paths)
-      .flatMap((item) => Object.values(item).map((operation) => operation.operationId).filter(Boolean));
+    const operationIds = Object.values<Record<string, { operationId?: string }>>(document.paths).flatMap((item) =>
+      Object.values(item)
+        .map((operation) => operation.operationId)
+        .filter(Boolean),
+    );
     const handlers = createHandlers({ db: null as never, config: testConfig(), renderPool: null as never });
     expect(Object.keys(handlers).sort()).toEqual([...operationIds].sort());
   });

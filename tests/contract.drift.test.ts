@@ -19,8 +19,15 @@ type Kind = 'integer' | 'number' | 'string' | 'date' | 'date-time' | 'oui-non';
 function specFields(): Map<string, [string, string][]> {
   const tables = new Map<string, [string, string][]>();
   for (const match of specText.matchAll(/### Resource `([a-z-]+)`[^\n]*\n\n((?:\|[^\n]*\n)+)/g)) {
-    const rows = match[2]!.trim().split('\n').slice(2).map((line) => line.split('|').map((cell) => cell.trim()));
-    tables.set(match[1]!, rows.flatMap(([, names, meaning]) => names!.split(',').map((name): [string, string] => [name.trim(), meaning!])));
+    const rows = match[2]!
+      .trim()
+      .split('\n')
+      .slice(2)
+      .map((line) => line.split('|').map((cell) => cell.trim()));
+    tables.set(
+      match[1]!,
+      rows.flatMap(([, names, meaning]) => names!.split(',').map((name): [string, string] => [name.trim(), meaning!])),
+    );
   }
   return tables;
 }
@@ -32,12 +39,21 @@ function specKind(resource: string, field: string, meaning: string): Kind {
   if (/date-time/.test(meaning)) return 'date-time';
   if (/\bdate\b/i.test(meaning)) return 'date';
   if (field === 'heures') return 'number';
-  if (/\/5|\/10|\/100|\(%\)|[Dd]uration|[Tt]ime\b|Part spent|Logins|Programmes |Evaluations|[Ss]essions |PIFs|Certificates|Lessons|[Ss]core|[Nn]umber|Total/.test(meaning)) return 'integer';
+  if (
+    /\/5|\/10|\/100|\(%\)|[Dd]uration|[Tt]ime\b|Part spent|Logins|Programmes |Evaluations|[Ss]essions |PIFs|Certificates|Lessons|[Ss]core|[Nn]umber|Total/.test(
+      meaning,
+    )
+  )
+    return 'integer';
   return 'string';
 }
 
 function deref(node: any): any {
-  while (node?.$ref) node = node.$ref.slice(2).split('/').reduce((at: any, part: string) => at[part], document);
+  while (node?.$ref)
+    node = node.$ref
+      .slice(2)
+      .split('/')
+      .reduce((at: any, part: string) => at[part], document);
   return node;
 }
 
@@ -72,11 +88,18 @@ describe('openapi.yaml against the spec', () => {
     expect([...tables.keys()]).toHaveLength(13);
     for (const [resource, fields] of tables) {
       const properties = flatten(rowSchema(resource));
-      const expected = resource === 'summary'
-        ? fields.flatMap(([name]) => name.startsWith('licences.')
-          ? ['total', 'disponibles', 'utilisees'].map((part) => `licences.${name.split('.')[1]}.${part}`) : [name])
-        : fields.map(([name]) => name);
-      expect(properties.map(([name]) => name), resource).toEqual(expected);
+      const expected =
+        resource === 'summary'
+          ? fields.flatMap(([name]) =>
+              name.startsWith('licences.')
+                ? ['total', 'disponibles', 'utilisees'].map((part) => `licences.${name.split('.')[1]}.${part}`)
+                : [name],
+            )
+          : fields.map(([name]) => name);
+      expect(
+        properties.map(([name]) => name),
+        resource,
+      ).toEqual(expected);
       if (resource === 'summary') continue;
       for (const [name, meaning] of fields) {
         const schema = properties.find(([property]) => property === name)![1];

@@ -44,20 +44,74 @@ const listPaths = resourceNames.filter((name) => name !== 'summary').map((name) 
 let learnerEmail = '';
 
 const buildCases = (): ContractCase[] => [
-  ...listPaths.map((path): ContractCase => ({ name: `GET ${path}`, url: `${path}?limit=5&year=${seededYear}`, operation: [path, 'get'], status: 200 })),
-  ...listPaths.map((path): ContractCase => ({ name: `GET ${path} en CSV`, url: `${path}?format=csv`, operation: [path, 'get'], status: 200, mediaType: 'text/csv' })),
+  ...listPaths.map(
+    (path): ContractCase => ({ name: `GET ${path}`, url: `${path}?limit=5&year=${seededYear}`, operation: [path, 'get'], status: 200 }),
+  ),
+  ...listPaths.map(
+    (path): ContractCase => ({
+      name: `GET ${path} en CSV`,
+      url: `${path}?format=csv`,
+      operation: [path, 'get'],
+      status: 200,
+      mediaType: 'text/csv',
+    }),
+  ),
   { name: 'GET /summary', url: '/summary', operation: ['/summary', 'get'], status: 200 },
-  { name: 'GET /users pour un apprenant', url: `/users?email=${encodeURIComponent(learnerEmail)}`, operation: ['/users', 'get'], status: 200 },
-  { name: 'GET /activity-report', url: `/activity-report?email=${encodeURIComponent(learnerEmail)}&year=${seededYear}`, operation: ['/activity-report', 'get'], status: 200, mediaType: 'application/pdf', directOnly: true },
-  { name: 'POST /users (un apprenant)', method: 'POST', url: '/users', key: 'write', body: { email: 'nouvel.apprenant@exemple.fr' }, operation: ['/users', 'post'], status: 201 },
-  { name: 'POST /users (lot)', method: 'POST', url: '/users', key: 'write', body: { users: [{ email: 'lot.un@exemple.fr' }, { email: learnerEmail }] }, operation: ['/users', 'post'], status: 200 },
+  {
+    name: 'GET /users pour un apprenant',
+    url: `/users?email=${encodeURIComponent(learnerEmail)}`,
+    operation: ['/users', 'get'],
+    status: 200,
+  },
+  {
+    name: 'GET /activity-report',
+    url: `/activity-report?email=${encodeURIComponent(learnerEmail)}&year=${seededYear}`,
+    operation: ['/activity-report', 'get'],
+    status: 200,
+    mediaType: 'application/pdf',
+    directOnly: true,
+  },
+  {
+    name: 'POST /users (un apprenant)',
+    method: 'POST',
+    url: '/users',
+    key: 'write',
+    body: { email: 'nouvel.apprenant@exemple.fr' },
+    operation: ['/users', 'post'],
+    status: 201,
+  },
+  {
+    name: 'POST /users (lot)',
+    method: 'POST',
+    url: '/users',
+    key: 'write',
+    body: { users: [{ email: 'lot.un@exemple.fr' }, { email: learnerEmail }] },
+    operation: ['/users', 'post'],
+    status: 200,
+  },
   { name: '401 sans clé', url: '/users', key: 'none', operation: ['/users', 'get'], status: 401, invalidRequest: true },
-  { name: '403 clé en lecture sur POST /users', method: 'POST', url: '/users', key: 'read', body: { email: 'x.y@exemple.fr' }, operation: ['/users', 'post'], status: 403 },
+  {
+    name: '403 clé en lecture sur POST /users',
+    method: 'POST',
+    url: '/users',
+    key: 'read',
+    body: { email: 'x.y@exemple.fr' },
+    operation: ['/users', 'post'],
+    status: 403,
+  },
   { name: '404 ressource inconnue', url: '/cours', operation: ['/{resource}', 'get'], status: 404 },
   { name: '404 apprenant inconnu', url: '/users?email=inconnu@exemple.fr', operation: ['/users', 'get'], status: 404 },
   { name: '400 paramètre hors règle', url: '/users?limit=0', operation: ['/users', 'get'], status: 400, invalidRequest: true },
   { name: '400 rapport sans apprenant', url: '/activity-report', operation: ['/activity-report', 'get'], status: 400 },
-  { name: '409 déjà membre', method: 'POST', url: '/users', key: 'write', body: { email: learnerEmail }, operation: ['/users', 'post'], status: 409 },
+  {
+    name: '409 déjà membre',
+    method: 'POST',
+    url: '/users',
+    key: 'write',
+    body: { email: learnerEmail },
+    operation: ['/users', 'post'],
+    status: 409,
+  },
   { name: '405 méthode non autorisée', method: 'DELETE', url: '/users', operation: ['/users', 'get'], status: 405, invalidRequest: true },
 ];
 
@@ -66,11 +120,14 @@ async function send(target: Target, testCase: ContractCase, key: string | null) 
   if (key) headers.authorization = `Bearer ${key}`;
   if (testCase.mediaType === 'text/csv') headers.accept = 'text/csv';
   // The mock cannot know our data: it is asked for the documented response the case expects.
-  if (target.kind === 'mock' && testCase.status !== 200 && testCase.status !== 405 && testCase.key !== 'none') headers.prefer = `code=${testCase.status}`;
+  if (target.kind === 'mock' && testCase.status !== 200 && testCase.status !== 405 && testCase.key !== 'none')
+    headers.prefer = `code=${testCase.status}`;
   if (target.kind === 'mock' && testCase.status === 201) headers.prefer = 'code=201';
   if (testCase.body !== undefined) headers['content-type'] = 'application/json';
   return fetch(target.baseUrl + testCase.url, {
-    method: testCase.method ?? 'GET', headers, ...(testCase.body === undefined ? {} : { body: JSON.stringify(testCase.body) }),
+    method: testCase.method ?? 'GET',
+    headers,
+    ...(testCase.body === undefined ? {} : { body: JSON.stringify(testCase.body) }),
   });
 }
 
@@ -125,7 +182,7 @@ async function checkRateLimit(target: Target) {
   expect(response!.status).toBe(429);
   const retryAfter = Number(response!.headers.get('retry-after'));
   expect(retryAfter).toBeGreaterThan(0);
-  const body = await response!.json() as { retry_after: number };
+  const body = (await response!.json()) as { retry_after: number };
   expect(responseErrors('/users', 'get', 429, body)).toEqual([]);
   if (target.kind !== 'mock') expect(body.retry_after).toBe(retryAfter);
 }
@@ -140,9 +197,16 @@ beforeAll(async () => {
   // Real data from the generator, so every row schema meets real values (nulls, accents, Oui/Non).
   const org = await seededOrganisation(database.db, { name: 'Formations Horizon', learners: 12, seed: 7 });
   await addLicences(database.db, org.orgId, 'standard', 10);
-  const busiest = await database.db.selectFrom('logins').innerJoin('memberships', 'memberships.id', 'logins.membership_id')
-    .innerJoin('accounts', 'accounts.id', 'memberships.account_id').select('accounts.email')
-    .where('logins.org_id', '=', org.orgId).groupBy('accounts.email').orderBy(sql`count(*)`, 'desc').limit(1).executeTakeFirstOrThrow();
+  const busiest = await database.db
+    .selectFrom('logins')
+    .innerJoin('memberships', 'memberships.id', 'logins.membership_id')
+    .innerJoin('accounts', 'accounts.id', 'memberships.account_id')
+    .select('accounts.email')
+    .where('logins.org_id', '=', org.orgId)
+    .groupBy('accounts.email')
+    .orderBy(sql`count(*)`, 'desc')
+    .limit(1)
+    .executeTakeFirstOrThrow();
   learnerEmail = busiest.email;
   app = await buildTestApp(database.db);
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -150,7 +214,9 @@ beforeAll(async () => {
   const spareReal = (await createKey(database.db, org.orgId, ['read'])).key;
   const spareProxy = (await createKey(database.db, org.orgId, ['read'])).key;
   const [staticMock, dynamicMock, proxy] = await Promise.all([
-    startPrism({ mock: 'static' }), startPrism({ mock: 'dynamic' }), startPrism({ proxyTo: realUrl }),
+    startPrism({ mock: 'static' }),
+    startPrism({ mock: 'dynamic' }),
+    startPrism({ proxyTo: realUrl }),
   ]);
   prisms.push(staticMock, dynamicMock, proxy);
   const mockKeys = { read: 'sk_live_mock', write: 'sk_live_mock', spare: 'sk_live_mock' };
@@ -158,7 +224,12 @@ beforeAll(async () => {
     { name: 'mock statique', baseUrl: staticMock.baseUrl, kind: 'mock', keys: mockKeys },
     { name: 'mock dynamique', baseUrl: dynamicMock.baseUrl, kind: 'mock', keys: mockKeys },
     { name: 'serveur réel', baseUrl: realUrl, kind: 'real', keys: { read: org.readKey, write: org.writeKey, spare: spareReal } },
-    { name: 'serveur réel via prism proxy --errors', baseUrl: proxy.baseUrl, kind: 'proxy', keys: { read: org.readKey, write: org.writeKey, spare: spareProxy } },
+    {
+      name: 'serveur réel via prism proxy --errors',
+      baseUrl: proxy.baseUrl,
+      kind: 'proxy',
+      keys: { read: org.readKey, write: org.writeKey, spare: spareProxy },
+    },
   );
 }, 180_000);
 
@@ -176,7 +247,7 @@ describe('the contract, against the mock and the real server', () => {
       // its own fresh addresses for the success cases.
       for (const testCase of buildCases()) {
         if (target.kind === 'proxy' && (testCase.directOnly || testCase.invalidRequest)) continue;
-        const fresh = testCase.status === 201 || testCase.status === 200 && testCase.method === 'POST';
+        const fresh = testCase.status === 201 || (testCase.status === 200 && testCase.method === 'POST');
         const body = fresh && target.kind !== 'mock' ? renameEmails(testCase.body, target.kind) : testCase.body;
         await checkCase(target, { ...testCase, body });
       }
@@ -204,6 +275,9 @@ describe('the proxy target can fail', () => {
 });
 
 function renameEmails(body: unknown, prefix: string): unknown {
-  return JSON.parse(JSON.stringify(body).replace(/"([^"@]+)@exemple\.fr"/g, (whole, local) =>
-    `${local}@exemple.fr` === learnerEmail ? whole : `"${prefix}.${local}@exemple.fr"`));
+  return JSON.parse(
+    JSON.stringify(body).replace(/"([^"@]+)@exemple\.fr"/g, (whole, local) =>
+      `${local}@exemple.fr` === learnerEmail ? whole : `"${prefix}.${local}@exemple.fr"`,
+    ),
+  );
 }

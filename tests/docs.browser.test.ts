@@ -30,8 +30,11 @@ describe.skipIf('missing' in chromium)('the docs page in a real browser', () => 
     expect(dom.includes(document.info.title)).toBe(true);
     // Swagger UI gives each operation block the id `operations-<tag>-<operationId>`.
     const rendered = new Set([...dom.matchAll(/id="operations-[^"]+-(\w+)"/g)].map((match) => match[1]));
-    const operationIds = Object.values<Record<string, { operationId?: string }>>(document.paths)
-      .flatMap((item) => Object.values(item).map((operation) => operation.operationId).filter(Boolean));
+    const operationIds = Object.values<Record<string, { operationId?: string }>>(document.paths).flatMap((item) =>
+      Object.values(item)
+        .map((operation) => operation.operationId)
+        .filter(Boolean),
+    );
     expect(operationIds.filter((id) => !rendered.has(id!))).toEqual([]);
     expect(operationIds.length).toBe(16);
   }, 180_000);

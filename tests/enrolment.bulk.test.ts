@@ -45,7 +45,11 @@ describe('POST /users, a best-effort batch', () => {
       { email: 'premier@exemple.fr', status: 'pending', member_id: expect.any(String) },
       { email: 'pas-une-adresse', member_id: null, error: '« pas-une-adresse » n’est pas une adresse électronique valide.' },
       { email: 'deja@exemple.fr', member_id: null, error: 'Cet apprenant est déjà membre de votre organisation.' },
-      { email: 'hors@gmail.com', member_id: null, error: expect.stringMatching(/^L’adresse « hors@gmail\.com » n’appartient pas à un domaine autorisé/) },
+      {
+        email: 'hors@gmail.com',
+        member_id: null,
+        error: expect.stringMatching(/^L’adresse « hors@gmail\.com » n’appartient pas à un domaine autorisé/),
+      },
       { email: 'compte@exemple.fr', status: 'active', member_id: expect.any(String) },
       { email: 'premier@exemple.fr', member_id: null, error: expect.stringMatching(/^Adresse déjà présente plus haut dans ce lot/) },
       { email: 'troisieme@exemple.fr', status: 'pending', member_id: expect.any(String) },
@@ -54,15 +58,26 @@ describe('POST /users, a best-effort batch', () => {
     expect(Object.keys(body.results[0])).toEqual(['email', 'status', 'member_id']);
     expect(Object.keys(body.results[1])).toEqual(['email', 'member_id', 'error']);
     // Licences go to the rows in request order: standard, standard, then tutorat.
-    const licences = await database.db.selectFrom('licences').select(['type', 'membership_id'])
-      .where('org_id', '=', org.orgId).where('status', '=', 'attribuée').execute();
+    const licences = await database.db
+      .selectFrom('licences')
+      .select(['type', 'membership_id'])
+      .where('org_id', '=', org.orgId)
+      .where('status', '=', 'attribuée')
+      .execute();
     const typeOf = (memberId: string) => licences.find((l) => l.membership_id === memberId)?.type;
-    expect([body.results[0], body.results[4], body.results[6]].map((r: { member_id: string }) => typeOf(r.member_id)))
-      .toEqual(['standard', 'standard', 'tutorat']);
+    expect([body.results[0], body.results[4], body.results[6]].map((r: { member_id: string }) => typeOf(r.member_id))).toEqual([
+      'standard',
+      'standard',
+      'tutorat',
+    ]);
     // The row without a licence left nothing behind, not even its account.
     expect(await database.db.selectFrom('accounts').select('id').where('email', '=', 'sans-licence@exemple.fr').execute()).toEqual([]);
     expect(await licenceInvariants(database.db, org.orgId, ['sans-licence@exemple.fr'])).toMatchObject({
-      members_without_one_licence: 0, stray_licences: 0, members: 4, enrolled_events: 3, orphan_accounts: 0,
+      members_without_one_licence: 0,
+      stray_licences: 0,
+      members: 4,
+      enrolled_events: 3,
+      orphan_accounts: 0,
     });
   });
 
@@ -79,32 +94,57 @@ describe('POST /users, a best-effort batch', () => {
 
   it('enrols each row in its programmes and records one learner.enrolled per enrolled row', async () => {
     const org = await newOrg({ standard: 5 });
-    await database.db.insertInto('programmes').values([
-      { org_id: org.orgId, slug: 'excel-intermediaire', title: 'Excel' }, { org_id: org.orgId, slug: 'management-equipe', title: 'Management' },
-    ]).execute();
-    const body = (await enrol(org, {
-      users: [
-        { email: 'lea@exemple.fr', programme_slugs: ['excel-intermediaire', 'management-equipe'] },
-        { email: 'karim@exemple.fr' },
-        { email: 'hugo@exemple.fr', programme_slugs: ['management-equipe'] },
-      ],
-    })).json();
+    await database.db
+      .insertInto('programmes')
+      .values([
+        { org_id: org.orgId, slug: 'excel-intermediaire', title: 'Excel' },
+        { org_id: org.orgId, slug: 'management-equipe', title: 'Management' },
+      ])
+      .execute();
+    const body = (
+      await enrol(org, {
+        users: [
+          { email: 'lea@exemple.fr', programme_slugs: ['excel-intermediaire', 'management-equipe'] },
+          { email: 'karim@exemple.fr' },
+          { email: 'hugo@exemple.fr', programme_slugs: ['management-equipe'] },
+        ],
+      })
+    ).json();
     expect(body.summary.enrolled).toBe(3);
-    const enrolments = await database.db.selectFrom('programme_enrolments as e')
-      .innerJoin('memberships as m', 'm.id', 'e.membership_id').innerJoin('accounts as a', 'a.id', 'm.account_id')
+    const enrolments = await database.db
+      .selectFrom('programme_enrolments as e')
+      .innerJoin('memberships as m', 'm.id', 'e.membership_id')
+      .innerJoin('accounts as a', 'a.id', 'm.account_id')
       .innerJoin('programmes as p', 'p.id', 'e.programme_id')
-      .select(['a.email', 'p.slug']).where('e.org_id', '=', org.orgId).orderBy('a.email').orderBy('p.slug').execute();
+      .select(['a.email', 'p.slug'])
+      .where('e.org_id', '=', org.orgId)
+      .orderBy('a.email')
+      .orderBy('p.slug')
+      .execute();
     expect(enrolments).toEqual([
       { email: 'hugo@exemple.fr', slug: 'management-equipe' },
       { email: 'lea@exemple.fr', slug: 'excel-intermediaire' },
       { email: 'lea@exemple.fr', slug: 'management-equipe' },
     ]);
-    const events = await database.db.selectFrom('events').select('data').where('org_id', '=', org.orgId)
-      .where('type', '=', 'learner.enrolled').orderBy('created_at').execute();
+    const events = await database.db
+      .selectFrom('events')
+      .select('data')
+      .where('org_id', '=', org.orgId)
+      .where('type', '=', 'learner.enrolled')
+      .orderBy('created_at')
+      .execute();
     expect(events.map((e) => e.data)).toEqual([
-      { learner: { user_id: expect.any(String), email: 'lea@exemple.fr', name: null }, status: 'pending', programmes: ['excel-intermediaire', 'management-equipe'] },
+      {
+        learner: { user_id: expect.any(String), email: 'lea@exemple.fr', name: null },
+        status: 'pending',
+        programmes: ['excel-intermediaire', 'management-equipe'],
+      },
       { learner: { user_id: expect.any(String), email: 'karim@exemple.fr', name: null }, status: 'pending', programmes: [] },
-      { learner: { user_id: expect.any(String), email: 'hugo@exemple.fr', name: null }, status: 'pending', programmes: ['management-equipe'] },
+      {
+        learner: { user_id: expect.any(String), email: 'hugo@exemple.fr', name: null },
+        status: 'pending',
+        programmes: ['management-equipe'],
+      },
     ]);
   });
 
@@ -113,12 +153,25 @@ describe('POST /users, a best-effort batch', () => {
     await expectRefused(org, { users: [] }, 400, /« users » doit contenir au moins 1 élément/);
     await expectRefused(org, { users: rows(learnerEmails('trop', 51)) }, 400, /« users » doit contenir au plus 50 éléments/);
     await expectRefused(org, { users: [{ email: 'a@exemple.fr' }, { programme_slugs: [] }] }, 400, /« users\[1\]\.email » est obligatoire/);
-    await expectRefused(org, { users: [{ email: 'a@exemple.fr' }, { email: 'b@exemple.fr', nom: 'B' }] }, 400, /« users\[1\]\.nom » n’est pas reconnu/);
-    await expectRefused(org, { users: [{ email: 'a@exemple.fr' }, { email: 'b@exemple.fr', programme_slugs: ['inconnu'] }] }, 400,
-      /Programme inconnu.*« inconnu » \(users\[1\]\.programme_slugs\)/);
+    await expectRefused(
+      org,
+      { users: [{ email: 'a@exemple.fr' }, { email: 'b@exemple.fr', nom: 'B' }] },
+      400,
+      /« users\[1\]\.nom » n’est pas reconnu/,
+    );
+    await expectRefused(
+      org,
+      { users: [{ email: 'a@exemple.fr' }, { email: 'b@exemple.fr', programme_slugs: ['inconnu'] }] },
+      400,
+      /Programme inconnu.*« inconnu » \(users\[1\]\.programme_slugs\)/,
+    );
     await expectRefused(org, { users: [{ email: 'a@exemple.fr' }], atomic: 'oui' }, 400, /« atomic » doit être un booléen/);
     await expectRefused(org, { users: [{ email: 'a@exemple.fr' }], email: 'b@exemple.fr' }, 400, /n’est pas reconnu/);
-    expect((await enrol(org, { users: rows(learnerEmails('juste', 50)) })).json().summary).toEqual({ requested: 50, enrolled: 50, failed: 0 });
+    expect((await enrol(org, { users: rows(learnerEmails('juste', 50)) })).json().summary).toEqual({
+      requested: 50,
+      enrolled: 50,
+      failed: 0,
+    });
   });
 
   it('refuses a read-only key with 403', async () => {
@@ -148,15 +201,23 @@ describe('POST /users, an atomic batch', () => {
   it('counts the licences first: too few gives 409 and nobody is enrolled', async () => {
     const org = await newOrg({ standard: 1, tutorat: 1 });
     const emails = learnerEmails('court', 3);
-    await expectRefused(org, { users: rows(emails), atomic: true }, 409,
-      /^Licences disponibles insuffisantes pour ce lot atomique : 3 nécessaire\(s\), 2 disponible\(s\)\. Personne n’a été inscrit\.$/);
+    await expectRefused(
+      org,
+      { users: rows(emails), atomic: true },
+      409,
+      /^Licences disponibles insuffisantes pour ce lot atomique : 3 nécessaire\(s\), 2 disponible\(s\)\. Personne n’a été inscrit\.$/,
+    );
     expect(await database.db.selectFrom('accounts').select('id').where('email', 'in', emails).execute()).toEqual([]);
   });
 
   it('refuses the whole batch with 400 when any row has a bad email or domain, naming the rows', async () => {
     const org = await newOrg({ standard: 5 }, ['exemple.fr']);
-    await expectRefused(org, { users: rows(['a@exemple.fr', 'mauvaise', 'c@gmail.com']), atomic: true }, 400,
-      /^Lot atomique refusé, personne n’a été inscrit\. users\[1\] : « mauvaise » n’est pas une adresse électronique valide\. ; users\[2\] : L’adresse « c@gmail\.com » n’appartient pas/);
+    await expectRefused(
+      org,
+      { users: rows(['a@exemple.fr', 'mauvaise', 'c@gmail.com']), atomic: true },
+      400,
+      /^Lot atomique refusé, personne n’a été inscrit\. users\[1\] : « mauvaise » n’est pas une adresse électronique valide\. ; users\[2\] : L’adresse « c@gmail\.com » n’appartient pas/,
+    );
   });
 
   it('with atomic false behaves as best effort', async () => {

@@ -8,7 +8,9 @@ import { responseErrors } from './support/openapi-validator';
 
 /** Everything an enrolment may write, counted: a refused request must leave it unchanged. */
 export async function writtenState(db: DB, orgId: string) {
-  const { rows: [counts] } = await sql<Record<string, number>>`
+  const {
+    rows: [counts],
+  } = await sql<Record<string, number>>`
     select
       (select count(*)::int from accounts) as accounts,
       (select count(*)::int from memberships where org_id = ${orgId}) as memberships,
@@ -25,7 +27,9 @@ export async function writtenState(db: DB, orgId: string) {
  * learner, and no account was left behind without a membership by a failed enrolment.
  */
 export async function licenceInvariants(db: DB, orgId: string, emails: string[]) {
-  const { rows: [row] } = await sql<Record<string, number>>`
+  const {
+    rows: [row],
+  } = await sql<Record<string, number>>`
     select
       (select count(*)::int from memberships m where m.org_id = ${orgId}
         and (select count(*) from licences l where l.membership_id = m.id and l.status in ('attribuée', 'activée')) <> 1) as members_without_one_licence,

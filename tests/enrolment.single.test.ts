@@ -22,7 +22,11 @@ const { newOrg, enrol, expectRefused } = enrolmentHarness(() => ({ db: database.
 const get = (org: Org, url: string) => app.inject({ method: 'GET', url, headers: bearer(org.readKey) }).then((r) => r.json());
 
 async function addProgramme(orgId: string, slug: string) {
-  return database.db.insertInto('programmes').values({ org_id: orgId, slug, title: `Programme ${slug}` }).returning('id').executeTakeFirstOrThrow();
+  return database.db
+    .insertInto('programmes')
+    .values({ org_id: orgId, slug, title: `Programme ${slug}` })
+    .returning('id')
+    .executeTakeFirstOrThrow();
 }
 
 const today = () => formatParisDate(new Date());
@@ -35,22 +39,38 @@ describe('POST /users, one learner', () => {
     const body = response.json();
     expect(body).toEqual({
       member: {
-        id: expect.any(String), user_id: expect.any(String), email: 'hugo.bernard@exemple.fr', nom: null,
-        statut: 'invité', licence_type: 'standard', programmes: [], inscrit_le: today(),
+        id: expect.any(String),
+        user_id: expect.any(String),
+        email: 'hugo.bernard@exemple.fr',
+        nom: null,
+        statut: 'invité',
+        licence_type: 'standard',
+        programmes: [],
+        inscrit_le: today(),
       },
       status: 'pending',
     });
     expect(Object.keys(body.member)).toEqual(['id', 'user_id', 'email', 'nom', 'statut', 'licence_type', 'programmes', 'inscrit_le']);
-    const licence = await database.db.selectFrom('licences').selectAll().where('membership_id', '=', body.member.id).executeTakeFirstOrThrow();
+    const licence = await database.db
+      .selectFrom('licences')
+      .selectAll()
+      .where('membership_id', '=', body.member.id)
+      .executeTakeFirstOrThrow();
     expect(licence).toMatchObject({ status: 'attribuée', type: 'standard', org_id: org.orgId });
     expect(licence.assigned_at).toBeInstanceOf(Date);
     const membership = await database.db.selectFrom('memberships').selectAll().where('id', '=', body.member.id).executeTakeFirstOrThrow();
     expect(membership).toMatchObject({ status: 'invité', joined_at: null, account_id: body.member.user_id });
     const events = await database.db.selectFrom('events').select(['type', 'data']).where('org_id', '=', org.orgId).execute();
-    expect(events).toEqual([{
-      type: 'learner.enrolled',
-      data: { learner: { user_id: body.member.user_id, email: 'hugo.bernard@exemple.fr', name: null }, status: 'pending', programmes: [] },
-    }]);
+    expect(events).toEqual([
+      {
+        type: 'learner.enrolled',
+        data: {
+          learner: { user_id: body.member.user_id, email: 'hugo.bernard@exemple.fr', name: null },
+          status: 'pending',
+          programmes: [],
+        },
+      },
+    ]);
   });
 
   it('attaches an existing account at once: 201 active, statut actif, the same user_id and name', async () => {
@@ -61,8 +81,14 @@ describe('POST /users, one learner', () => {
     expect(response.statusCode).toBe(201);
     expect(response.json()).toEqual({
       member: {
-        id: expect.any(String), user_id: userId, email: 'claire.martin@exemple.fr', nom: 'Claire Martin',
-        statut: 'actif', licence_type: 'standard', programmes: [], inscrit_le: today(),
+        id: expect.any(String),
+        user_id: userId,
+        email: 'claire.martin@exemple.fr',
+        nom: 'Claire Martin',
+        statut: 'actif',
+        licence_type: 'standard',
+        programmes: [],
+        inscrit_le: today(),
       },
       status: 'active',
     });
@@ -71,9 +97,11 @@ describe('POST /users, one learner', () => {
   });
 
   it('counts an account that has logged in as existing, and a pending invitation elsewhere as not', async () => {
-    const loggedIn = await database.db.insertInto('accounts')
+    const loggedIn = await database.db
+      .insertInto('accounts')
       .values({ email: 'lea.dubois@exemple.fr', name: 'Léa Dubois', first_login_at: new Date('2025-05-01T10:00:00Z') })
-      .returning('id').executeTakeFirstOrThrow();
+      .returning('id')
+      .executeTakeFirstOrThrow();
     const elsewhere = await newOrg();
     const invitedElsewhere = await enrol(elsewhere, { email: 'karim.haddad@exemple.fr' });
     expect(invitedElsewhere.json().status).toBe('pending');
@@ -90,7 +118,11 @@ describe('POST /users, one learner', () => {
     const first = await enrol(org, { email: '  Hugo.Bernard@Exemple.FR \t' });
     expect(first.statusCode).toBe(201);
     expect(first.json().member.email).toBe('hugo.bernard@exemple.fr');
-    const account = await database.db.selectFrom('accounts').select('email').where('id', '=', first.json().member.user_id).executeTakeFirstOrThrow();
+    const account = await database.db
+      .selectFrom('accounts')
+      .select('email')
+      .where('id', '=', first.json().member.user_id)
+      .executeTakeFirstOrThrow();
     expect(account.email).toBe('hugo.bernard@exemple.fr');
     await expectRefused(org, { email: 'hugo.bernard@exemple.fr' }, 409, /^Cet apprenant est déjà membre de votre organisation\.$/);
     await expectRefused(org, { email: ' HUGO.BERNARD@EXEMPLE.FR' }, 409, /déjà membre/);
@@ -114,12 +146,19 @@ describe('POST /users, one learner', () => {
     const org = await newOrg();
     const excel = await addProgramme(org.orgId, 'excel-intermediaire');
     const management = await addProgramme(org.orgId, 'management-equipe');
-    const response = await enrol(org, { email: 'lina@exemple.fr', programme_slugs: ['excel-intermediaire', 'management-equipe', 'excel-intermediaire'] });
+    const response = await enrol(org, {
+      email: 'lina@exemple.fr',
+      programme_slugs: ['excel-intermediaire', 'management-equipe', 'excel-intermediaire'],
+    });
     expect(response.statusCode).toBe(201);
     const { member } = response.json();
     expect(member.programmes).toEqual(['excel-intermediaire', 'management-equipe']);
-    const enrolments = await database.db.selectFrom('programme_enrolments').select(['programme_id', 'org_id'])
-      .where('membership_id', '=', member.id).orderBy('programme_id').execute();
+    const enrolments = await database.db
+      .selectFrom('programme_enrolments')
+      .select(['programme_id', 'org_id'])
+      .where('membership_id', '=', member.id)
+      .orderBy('programme_id')
+      .execute();
     expect(enrolments.map((e) => e.programme_id).sort()).toEqual([excel.id, management.id].sort());
     const event = await database.db.selectFrom('events').select('data').where('org_id', '=', org.orgId).executeTakeFirstOrThrow();
     expect(event.data).toMatchObject({ programmes: ['excel-intermediaire', 'management-equipe'] });
@@ -130,8 +169,18 @@ describe('POST /users, one learner', () => {
     await addProgramme(org.orgId, 'excel-intermediaire');
     const other = await newOrg();
     await addProgramme(other.orgId, 'secret-programme');
-    await expectRefused(org, { email: 'x@exemple.fr', programme_slugs: ['excel-intermediaire', 'excel-avance'] }, 400, /Programme inconnu.*« excel-avance »/);
-    await expectRefused(org, { email: 'x@exemple.fr', programme_slugs: ['secret-programme'] }, 400, /Programme inconnu.*« secret-programme »/);
+    await expectRefused(
+      org,
+      { email: 'x@exemple.fr', programme_slugs: ['excel-intermediaire', 'excel-avance'] },
+      400,
+      /Programme inconnu.*« excel-avance »/,
+    );
+    await expectRefused(
+      org,
+      { email: 'x@exemple.fr', programme_slugs: ['secret-programme'] },
+      400,
+      /Programme inconnu.*« secret-programme »/,
+    );
   });
 
   it('refuses a missing or malformed email with a French 400 and writes nothing', async () => {
@@ -139,7 +188,16 @@ describe('POST /users, one learner', () => {
     await expectRefused(org, {}, 400, /le champ « email » est obligatoire/);
     await expectRefused(org, { programme_slugs: [] }, 400, /« email » est obligatoire/);
     await expectRefused(org, { email: 42 }, 400, /« email » doit être une chaîne de caractères/);
-    for (const email of ['', '   ', 'hugo', 'hugo@', '@exemple.fr', 'hugo bernard@exemple.fr', 'hugo@exemple', `${'a'.repeat(250)}@exemple.fr`]) {
+    for (const email of [
+      '',
+      '   ',
+      'hugo',
+      'hugo@',
+      '@exemple.fr',
+      'hugo bernard@exemple.fr',
+      'hugo@exemple',
+      `${'a'.repeat(250)}@exemple.fr`,
+    ]) {
       await expectRefused(org, { email }, 400, /n’est pas une adresse électronique valide/);
     }
     await expectRefused(org, { email: 'a@exemple.fr', role: 'admin' }, 400, /« role » n’est pas reconnu/);
@@ -150,7 +208,12 @@ describe('POST /users, one learner', () => {
     const org = await newOrg({ standard: 5 }, ['dupont.fr', 'Formations-Dupont.com']);
     expect((await enrol(org, { email: 'Anne@DUPONT.fr' })).statusCode).toBe(201);
     expect((await enrol(org, { email: 'bruno@formations-dupont.com' })).statusCode).toBe(201);
-    await expectRefused(org, { email: 'carla@gmail.com' }, 400, /« carla@gmail\.com » n’appartient pas à un domaine autorisé.*dupont\.fr, formations-dupont\.com/);
+    await expectRefused(
+      org,
+      { email: 'carla@gmail.com' },
+      400,
+      /« carla@gmail\.com » n’appartient pas à un domaine autorisé.*dupont\.fr, formations-dupont\.com/,
+    );
     await expectRefused(org, { email: 'denis@paris.dupont.fr' }, 400, /n’appartient pas à un domaine autorisé/);
     await expectRefused(org, { email: 'eve@notdupont.fr' }, 400, /n’appartient pas à un domaine autorisé/);
   });
@@ -163,10 +226,18 @@ describe('POST /users, one learner', () => {
   it('shows every enrolment at once in GET /users and GET /summary, and the two agree', async () => {
     const org = await newOrg({ standard: 2, tutorat: 2 });
     await addLearner(database.db, (await newOrg()).orgId, { email: 'existant@exemple.fr', name: 'Existant' });
-    for (const email of ['p1@exemple.fr', 'existant@exemple.fr', 'p2@exemple.fr']) expect((await enrol(org, { email })).statusCode).toBe(201);
+    for (const email of ['p1@exemple.fr', 'existant@exemple.fr', 'p2@exemple.fr'])
+      expect((await enrol(org, { email })).statusCode).toBe(201);
     const users = await get(org, '/v1/users');
     expect(users.data).toEqual([
-      { nom: 'Existant', email: 'existant@exemple.fr', statut: 'actif', licence_type: 'standard', licence_statut: 'attribuée', inscrit_le: today() },
+      {
+        nom: 'Existant',
+        email: 'existant@exemple.fr',
+        statut: 'actif',
+        licence_type: 'standard',
+        licence_statut: 'attribuée',
+        inscrit_le: today(),
+      },
       { nom: null, email: 'p1@exemple.fr', statut: 'invité', licence_type: 'standard', licence_statut: 'attribuée', inscrit_le: today() },
       { nom: null, email: 'p2@exemple.fr', statut: 'invité', licence_type: 'tutorat', licence_statut: 'attribuée', inscrit_le: today() },
     ]);

@@ -19,7 +19,11 @@ let receiver: WebhookReceiver;
 beforeAll(async () => {
   database = await createTestDatabase();
   receiver = await startWebhookReceiver();
-  worker = await startWebhookDelivery({ connectionString: database.url, db: database.db, config: testConfig({ webhookAllowInsecure: true }) });
+  worker = await startWebhookDelivery({
+    connectionString: database.url,
+    db: database.db,
+    config: testConfig({ webhookAllowInsecure: true }),
+  });
 });
 afterAll(async () => {
   await worker.stop();
@@ -27,8 +31,13 @@ afterAll(async () => {
   await database.drop();
 });
 
-async function countOf(table: 'events' | 'logins' | 'lesson_progress' | 'quiz_attempts' | 'documents' | 'satisfaction_surveys', orgId: string) {
-  return (await database.db.selectFrom(table).select(sql<number>`count(*)::int`.as('n')).where('org_id', '=', orgId).executeTakeFirstOrThrow()).n;
+async function countOf(
+  table: 'events' | 'logins' | 'lesson_progress' | 'quiz_attempts' | 'documents' | 'satisfaction_surveys',
+  orgId: string,
+) {
+  return (
+    await database.db.selectFrom(table).select(sql<number>`count(*)::int`.as('n')).where('org_id', '=', orgId).executeTakeFirstOrThrow()
+  ).n;
 }
 
 describe('simulate', () => {
@@ -40,7 +49,12 @@ describe('simulate', () => {
       await enrolLearner(database.db, org.orgId, email, i === 0 ? [excel.programmeId, word.programmeId] : [excel.programmeId]);
     }
     const secret = generateWebhookSecret();
-    await createEndpoint(database.db, { orgId: org.orgId, url: receiver.url, secret, eventTypes: ['quiz.completed', 'course.started', 'programme.completed', 'learner.activated', 'satisfaction.submitted'] });
+    await createEndpoint(database.db, {
+      orgId: org.orgId,
+      url: receiver.url,
+      secret,
+      eventTypes: ['quiz.completed', 'course.started', 'programme.completed', 'learner.activated', 'satisfaction.submitted'],
+    });
 
     const result = await admin(database.url, ['simulate', '--org', org.orgId, '--events', '30', '--rate', '100']);
     expect(result.events).toBe(30);
@@ -67,10 +81,13 @@ describe('simulate', () => {
     expect(await countOf('satisfaction_surveys', org.orgId)).toBe(result.by_type['satisfaction.submitted'] ?? 0);
     const app = await buildTestApp(database.db);
     try {
-      const read = async (resource: string) => (await app.inject({ url: `/v1/${resource}?year=${currentParisYear()}&limit=1000`, headers: bearer(org.readKey) })).json();
+      const read = async (resource: string) =>
+        (await app.inject({ url: `/v1/${resource}?year=${currentParisYear()}&limit=1000`, headers: bearer(org.readKey) })).json();
       const users = await read('users');
       expect(users.data.map((u: { statut: string; licence_statut: string }) => [u.statut, u.licence_statut])).toEqual([
-        ['actif', 'activée'], ['actif', 'activée'], ['actif', 'activée'],
+        ['actif', 'activée'],
+        ['actif', 'activée'],
+        ['actif', 'activée'],
       ]);
       // The read resources show what the events announced.
       expect((await read('logins')).pagination.total).toBe(3);
@@ -90,6 +107,8 @@ describe('simulate', () => {
     const failure = await adminFailure(database.url, ['simulate', '--org', empty.orgId]);
     expect(failure.code).toBe(2);
     expect(failure.stderr).toMatch(/aucun apprenant inscrit à un programme/);
-    expect((await adminFailure(database.url, ['simulate', '--org', empty.orgId, '--rate', '0'])).stderr).toMatch(/--rate doit être un nombre positif/);
+    expect((await adminFailure(database.url, ['simulate', '--org', empty.orgId, '--rate', '0'])).stderr).toMatch(
+      /--rate doit être un nombre positif/,
+    );
   });
 });

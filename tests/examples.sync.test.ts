@@ -41,14 +41,23 @@ describe('the integrator kit', () => {
   });
 
   it('syncs incrementally, every row once and in order, waiting for the budget or obeying Retry-After', async () => {
-    const [patient, late] = [(await createKey(database.db, org.orgId, ['read'])).key, (await createKey(database.db, org.orgId, ['read'])).key];
+    const [patient, late] = [
+      (await createKey(database.db, org.orgId, ['read'])).key,
+      (await createKey(database.db, org.orgId, ['read'])).key,
+    ];
     const sync = (key: string, since: string, pageSize: number) => {
       const emails: string[] = [];
       const waits: string[] = [];
       return syncResource(createPartnerClient(baseUrl, key), {
-        resource: '/users', since, pageSize,
-        onRows: (rows) => { emails.push(...rows.map((row) => row.email as string)); },
-        onWait: (_seconds, reason) => { waits.push(reason); },
+        resource: '/users',
+        since,
+        pageSize,
+        onRows: (rows) => {
+          emails.push(...rows.map((row) => row.email as string));
+        },
+        onWait: (_seconds, reason) => {
+          waits.push(reason);
+        },
       }).then((result) => ({ ...result, emails, waits }));
     };
     // Each key has its own budget; the second one's is spent before its sync starts.

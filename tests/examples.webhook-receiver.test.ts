@@ -39,7 +39,11 @@ describe('the example webhook receiver, against the real server', () => {
     const port = (placeholder.address() as AddressInfo).port;
     placeholder.close();
     receiverUrl = `http://127.0.0.1:${port}/hooks`;
-    const endpoint = await admin(database.url, ['webhook', 'create', '--org', org.orgId, '--url', receiverUrl, '--events', 'learner.enrolled'], insecure);
+    const endpoint = await admin(
+      database.url,
+      ['webhook', 'create', '--org', org.orgId, '--url', receiverUrl, '--events', 'learner.enrolled'],
+      insecure,
+    );
     secret = endpoint.secret;
     expect(secret).toMatch(/^whsec_/);
     receiver = createWebhookReceiver(secret, (event, deliveryId) => received.push({ event, deliveryId }));
@@ -49,8 +53,12 @@ describe('the example webhook receiver, against the real server', () => {
     const { response } = await client.POST('/users', { body: { email: 'nina.leroy@exemple.fr' } });
     expect(response.status).toBe(201);
 
-    await eventually(async () => received.length, (count) => count === 1, 10_000);
-    const [{ event, deliveryId }] = received as [typeof received[number]];
+    await eventually(
+      async () => received.length,
+      (count) => count === 1,
+      10_000,
+    );
+    const [{ event, deliveryId }] = received as [(typeof received)[number]];
     expect(event.type).toBe('learner.enrolled');
     expect((event.data.learner as { email: string }).email).toBe('nina.leroy@exemple.fr');
     expect(deliveryId).toMatch(/^[0-9a-f-]{36}$/);
@@ -58,11 +66,23 @@ describe('the example webhook receiver, against the real server', () => {
     // A forged body (valid header shape, wrong signature) is refused; a replayed delivery is ignored.
     const body = JSON.stringify(event);
     const now = Math.floor(Date.now() / 1000);
-    const forged = await fetch(receiverUrl, { method: 'POST', body: body.replace('nina', 'mallory'), headers: {
-      'x-service-signature': `t=${now},v1=${computeSignature(secret, now, body)}`, 'x-service-delivery': 'forged' } });
+    const forged = await fetch(receiverUrl, {
+      method: 'POST',
+      body: body.replace('nina', 'mallory'),
+      headers: {
+        'x-service-signature': `t=${now},v1=${computeSignature(secret, now, body)}`,
+        'x-service-delivery': 'forged',
+      },
+    });
     expect(forged.status).toBe(400);
-    const replayed = await fetch(receiverUrl, { method: 'POST', body, headers: {
-      'x-service-signature': `t=${now},v1=${computeSignature(secret, now, body)}`, 'x-service-delivery': deliveryId } });
+    const replayed = await fetch(receiverUrl, {
+      method: 'POST',
+      body,
+      headers: {
+        'x-service-signature': `t=${now},v1=${computeSignature(secret, now, body)}`,
+        'x-service-delivery': deliveryId,
+      },
+    });
     expect(replayed.status).toBe(204);
     expect(received).toHaveLength(1);
   }, 60_000);

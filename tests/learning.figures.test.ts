@@ -70,13 +70,20 @@ function expectYearsConsistent(years: Years) {
     const followed = new Set(enrollments!.map((row) => `${row.email} ${row.programme_slug}`));
     expect(followed.size, `${year}: one enrollments row per learner and programme`).toBe(enrollments!.length);
     for (const row of [...progress!, ...documents!, ...evaluations!, ...attendance!.filter((a) => a.programme_slug !== null)]) {
-      expect(followed.has(`${row.email} ${row.programme_slug}`), `${year}: ${row.email} shows ${row.programme_slug} but does not follow it`).toBe(true);
+      expect(
+        followed.has(`${row.email} ${row.programme_slug}`),
+        `${year}: ${row.email} shows ${row.programme_slug} but does not follow it`,
+      ).toBe(true);
     }
     const upToYear = ordered.filter((other) => other <= year).map((other) => years.get(other)!);
     for (const enrolment of enrollments!) {
       const same = (row: Row) => row.email === enrolment.email && row.programme_slug === enrolment.programme_slug;
       // Lessons viewed by the end of Y: those shown viewed in a progress row of Y or before.
-      const viewed = new Set(upToYear.flatMap((rows) => rows.progress!.filter((row) => same(row) && row.vue === 'Oui').map((row) => `${row.module} ${row.lecon}`)));
+      const viewed = new Set(
+        upToYear.flatMap((rows) =>
+          rows.progress!.filter((row) => same(row) && row.vue === 'Oui').map((row) => `${row.module} ${row.lecon}`),
+        ),
+      );
       expect(enrolment.lecons_vues, `${year} ${enrolment.email} ${enrolment.programme_slug}`).toBe(viewed.size);
       for (const row of progress!.filter(same)) expect(row.pourcentage_programme).toBe(enrolment.pourcentage);
       // Complete by the end of Y: a certificate issued in Y or before, on that date.
@@ -95,10 +102,8 @@ function expectYearsConsistent(years: Years) {
 describe('the figures agree', () => {
   it('in every year of the data, every learners row equals what the detail resources give for that year, and summary equals users', async () => {
     let run = 0;
-    await fc.assert(fc.asyncProperty(
-      fc.integer({ min: 1, max: 2 ** 31 - 1 }),
-      fc.integer({ min: 3, max: 12 }),
-      async (seed, learners) => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 2 ** 31 - 1 }), fc.integer({ min: 3, max: 12 }), async (seed, learners) => {
         const org = await seededOrganisation(database.db, { name: `Organisme ${++run}`, learners, seed });
         const api = client(app, org.readKey);
         const years: Years = new Map();
@@ -112,8 +117,13 @@ describe('the figures agree', () => {
             expect(row.invite_le ?? row.inscrit_le, `${year} ${row.email as string}`).not.toBeNull();
             for (const date of [row.invite_le, row.inscrit_le]) if (date !== null) expect((date as string) < `${year + 1}`).toBe(true);
           }
-          const detailRows = Object.fromEntries(await Promise.all(['logins', 'enrollments', 'progress', 'evaluations', 'attendance', 'documents', 'satisfaction']
-            .map(async (resource) => [resource, await api.all(resource, query)] as const)));
+          const detailRows = Object.fromEntries(
+            await Promise.all(
+              ['logins', 'enrollments', 'progress', 'evaluations', 'attendance', 'documents', 'satisfaction'].map(
+                async (resource) => [resource, await api.all(resource, query)] as const,
+              ),
+            ),
+          );
           years.set(year, detailRows);
           const detail = Object.fromEntries(Object.entries(detailRows).map(([resource, found]) => [resource, byEmail(found)]));
           for (const row of rows) {
@@ -139,7 +149,8 @@ describe('the figures agree', () => {
           expect(summary.licences[type].total).toBe(summary.licences[type].utilisees + summary.licences[type].disponibles);
           expect(summary.licences[type].disponibles).toBeGreaterThan(0);
         }
-      },
-    ), { numRuns: 25, seed: 20261124 });
+      }),
+      { numRuns: 25, seed: 20261124 },
+    );
   }, 600_000);
 });

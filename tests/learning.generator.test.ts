@@ -26,7 +26,7 @@ afterAll(async () => {
   await database.drop();
 });
 
-const both = async (resource: string) => [...await api.all(resource, 'year=2025'), ...await api.all(resource, 'year=2026')];
+const both = async (resource: string) => [...(await api.all(resource, 'year=2025')), ...(await api.all(resource, 'year=2026'))];
 const count = async (query: ReturnType<typeof sql<{ n: number }>>) => (await query.execute(database.db)).rows[0]!.n;
 
 describe('the generator', () => {
@@ -43,7 +43,11 @@ describe('the generator', () => {
       }
       return exports;
     };
-    const [once, again, other] = [await contents('Déterminisme A', 42), await contents('Déterminisme B', 42), await contents('Déterminisme C', 43)];
+    const [once, again, other] = [
+      await contents('Déterminisme A', 42),
+      await contents('Déterminisme B', 42),
+      await contents('Déterminisme C', 43),
+    ];
     expect(again).toEqual(once);
     expect(other).not.toEqual(once);
   }, 120_000);
@@ -70,18 +74,26 @@ describe('the generator', () => {
       expect(row.complete === 'Oui').toBe(row.pourcentage === 100);
       if (row.complete === 'Oui') expect(row.complete_le! >= row.derniere_activite_le!).toBe(true);
     }
-    expect(await count(sql<{ n: number }>`select count(*)::int as n from documents d join programme_enrolments pe
+    expect(
+      await count(sql<{ n: number }>`select count(*)::int as n from documents d join programme_enrolments pe
       on pe.membership_id = d.membership_id and pe.programme_id = d.programme_id
-      where d.type = 'Attestation' and d.org_id = ${org.orgId} and pe.lessons_viewed < (select count(*) from lessons l where l.programme_id = pe.programme_id)`)).toBe(0);
+      where d.type = 'Attestation' and d.org_id = ${org.orgId} and pe.lessons_viewed < (select count(*) from lessons l where l.programme_id = pe.programme_id)`),
+    ).toBe(0);
   });
 
   it('records attendance only for sessions of programmes the learner follows, with tutoring time that fits', async () => {
-    expect(await count(sql<{ n: number }>`select count(*)::int as n from tutoring_attendance ta join tutoring_sessions ts on ts.id = ta.session_id
-      where ta.org_id = ${org.orgId} and not exists (select 1 from programme_enrolments pe where pe.membership_id = ta.membership_id and pe.programme_id = ts.programme_id)`)).toBe(0);
+    expect(
+      await count(sql<{
+        n: number;
+      }>`select count(*)::int as n from tutoring_attendance ta join tutoring_sessions ts on ts.id = ta.session_id
+      where ta.org_id = ${org.orgId} and not exists (select 1 from programme_enrolments pe where pe.membership_id = ta.membership_id and pe.programme_id = ts.programme_id)`),
+    ).toBe(0);
     // A present learner's tutoring interval is exactly the connected time.
-    expect(await count(sql<{ n: number }>`select count(*)::int as n from tutoring_attendance ta
+    expect(
+      await count(sql<{ n: number }>`select count(*)::int as n from tutoring_attendance ta
       where ta.org_id = ${org.orgId} and ta.present and ta.connected_minutes <> coalesce((select sum(extract(epoch from ai.ended_at - ai.started_at) / 60)
-        from activity_intervals ai where ai.attendance_id = ta.id), 0)`)).toBe(0);
+        from activity_intervals ai where ai.attendance_id = ta.id), 0)`),
+    ).toBe(0);
     const attendance = await both('attendance');
     expect(attendance.some((row) => row.present === 'Non' && row.temps_connecte_min === 0)).toBe(true);
   });
@@ -89,7 +101,13 @@ describe('the generator', () => {
   it('has overlapping activity, multi-attempt quizzes and legacy tutoring ratings', async () => {
     // A lab opened during a course: the active time counts the overlap once.
     const learners = await api.all('learners');
-    expect(learners.some((row) => (row.temps_actif_min as number) < (row.temps_cours_min as number) + (row.temps_labia_min as number) + (row.temps_tutorat_min as number))).toBe(true);
+    expect(
+      learners.some(
+        (row) =>
+          (row.temps_actif_min as number) <
+          (row.temps_cours_min as number) + (row.temps_labia_min as number) + (row.temps_tutorat_min as number),
+      ),
+    ).toBe(true);
     const evaluations = await both('evaluations');
     expect(evaluations.some((row) => (row.tentative as number) >= 2)).toBe(true);
     expect(evaluations.some((row) => row.reussi === 'Non')).toBe(true);
@@ -103,20 +121,38 @@ describe('the generator', () => {
 
   it('tells the year-boundary stories on purpose: time across midnight on 31 December, enrolments over two and three years, January certificates, a dormant year', async () => {
     const years = [2024, 2025, 2026];
-    const rows = Object.fromEntries(await Promise.all(years.map(async (year) => [year, {
-      enrollments: await api.all('enrollments', `year=${year}`),
-      progress: await api.all('progress', `year=${year}`),
-      documents: await api.all('documents', `year=${year}`),
-      logins: await api.all('logins', `year=${year}`),
-    }] as const)));
+    const rows = Object.fromEntries(
+      await Promise.all(
+        years.map(
+          async (year) =>
+            [
+              year,
+              {
+                enrollments: await api.all('enrollments', `year=${year}`),
+                progress: await api.all('progress', `year=${year}`),
+                documents: await api.all('documents', `year=${year}`),
+                logins: await api.all('logins', `year=${year}`),
+              },
+            ] as const,
+        ),
+      ),
+    );
     // Lesson, AI-lab and tutoring time across each New Year of the data.
     for (const newYear of [2025, 2026]) {
       for (const kind of ['cours', 'labia', 'tutorat']) {
-        expect(await count(sql<{ n: number }>`select count(*)::int as n from activity_intervals where org_id = ${org.orgId} and kind = ${kind}
-          and paris_year(started_at) = ${newYear - 1} and paris_year(ended_at) = ${newYear}`), `${kind} ${newYear}`).toBeGreaterThan(0);
+        expect(
+          await count(sql<{ n: number }>`select count(*)::int as n from activity_intervals where org_id = ${org.orgId} and kind = ${kind}
+          and paris_year(started_at) = ${newYear - 1} and paris_year(ended_at) = ${newYear}`),
+          `${kind} ${newYear}`,
+        ).toBeGreaterThan(0);
       }
       // The end of a visit opened the year before: a row of its own on 1 January, without a visit.
-      expect(rows[newYear]!.progress.some((row) => row.visites === 0 && (row.temps_min as number) > 0 && row.derniere_visite_le === `${newYear}-01-01`), String(newYear)).toBe(true);
+      expect(
+        rows[newYear]!.progress.some(
+          (row) => row.visites === 0 && (row.temps_min as number) > 0 && row.derniere_visite_le === `${newYear}-01-01`,
+        ),
+        String(newYear),
+      ).toBe(true);
     }
     // Enrolments with a row in two and in three calendar years.
     const yearsOf = new Map<string, number[]>();
@@ -129,10 +165,23 @@ describe('the generator', () => {
     expect([...yearsOf.values()].some((found) => found.length === 3)).toBe(true);
     expect([...yearsOf.values()].some((found) => found.length === 2)).toBe(true);
     // A certificate issued in January for a programme followed mostly the year before.
-    const minutes = (year: number, email: unknown, slug: unknown) => rows[year]!.progress
-      .filter((row) => row.email === email && row.programme_slug === slug).reduce((sum, row) => sum + (row.temps_min as number), 0);
-    expect(years.slice(1).some((year) => rows[year]!.documents.some((row) => row.type === 'Attestation' && (row.emis_le as string).startsWith(`${year}-01-`)
-      && minutes(year - 1, row.email, row.programme_slug) > minutes(year, row.email, row.programme_slug)))).toBe(true);
+    const minutes = (year: number, email: unknown, slug: unknown) =>
+      rows[year]!.progress.filter((row) => row.email === email && row.programme_slug === slug).reduce(
+        (sum, row) => sum + (row.temps_min as number),
+        0,
+      );
+    expect(
+      years
+        .slice(1)
+        .some((year) =>
+          rows[year]!.documents.some(
+            (row) =>
+              row.type === 'Attestation' &&
+              (row.emis_le as string).startsWith(`${year}-01-`) &&
+              minutes(year - 1, row.email, row.programme_slug) > minutes(year, row.email, row.programme_slug),
+          ),
+        ),
+    ).toBe(true);
     // A learner active in the first and last years, with nothing at all in between.
     const activeIn = (year: number) => new Set(rows[year]!.logins.map((row) => row.email));
     const dormant = [...activeIn(2024)].filter((email) => activeIn(2026).has(email) && !activeIn(2025).has(email));
@@ -143,7 +192,13 @@ describe('the generator', () => {
 
   it('keeps every date before "now"', async () => {
     for (const table of ['logins', 'activity_intervals']) {
-      expect(await count(sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)} where org_id = ${org.orgId} and started_at >= '2026-11-22T09:00:00Z'`)).toBe(0);
+      expect(
+        await count(
+          sql<{
+            n: number;
+          }>`select count(*)::int as n from ${sql.table(table)} where org_id = ${org.orgId} and started_at >= '2026-11-22T09:00:00Z'`,
+        ),
+      ).toBe(0);
     }
   });
 });
@@ -151,9 +206,24 @@ describe('the generator', () => {
 describe('npm run admin -- seed', () => {
   it('seeds an organisation with a progress bar on stderr, and refuses to seed it twice', async () => {
     const target = await createOrgWithKeys(database.db, { name: 'Par la commande' });
-    const args = ['--import', 'tsx', 'scripts/admin.ts', 'seed', '--org', target.orgId, '--learners', '6', '--seed', '9', '--year', '2025', '--json'];
+    const args = [
+      '--import',
+      'tsx',
+      'scripts/admin.ts',
+      'seed',
+      '--org',
+      target.orgId,
+      '--learners',
+      '6',
+      '--seed',
+      '9',
+      '--year',
+      '2025',
+      '--json',
+    ];
     const { stdout, stderr } = await promisify(execFile)(process.execPath, args, {
-      cwd: projectRoot, env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' },
+      cwd: projectRoot,
+      env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' },
     });
     const result = JSON.parse(stdout);
     expect(result).toMatchObject({ org: target.orgId, learners: 6, seed: 9, from: '2023-01-01', to: '2025-12-31' });

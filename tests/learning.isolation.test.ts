@@ -23,8 +23,12 @@ afterAll(async () => {
 });
 
 async function emailsOf(orgId: string): Promise<Set<string>> {
-  const rows = await database.db.selectFrom('memberships as m').innerJoin('accounts as a', 'a.id', 'm.account_id')
-    .select('a.email').where('m.org_id', '=', orgId).execute();
+  const rows = await database.db
+    .selectFrom('memberships as m')
+    .innerJoin('accounts as a', 'a.id', 'm.account_id')
+    .select('a.email')
+    .where('m.org_id', '=', orgId)
+    .execute();
   return new Set(rows.map((row) => row.email));
 }
 
@@ -50,13 +54,22 @@ describe('tenant isolation', () => {
   });
 
   it('answers 404 for a learner of the other organisation, by email or user_id, JSON or CSV', async () => {
-    const other = await database.db.selectFrom('memberships as m').innerJoin('accounts as a', 'a.id', 'm.account_id')
-      .select(['a.email', 'a.id']).where('m.org_id', '=', second.orgId).orderBy('a.email').executeTakeFirstOrThrow();
+    const other = await database.db
+      .selectFrom('memberships as m')
+      .innerJoin('accounts as a', 'a.id', 'm.account_id')
+      .select(['a.email', 'a.id'])
+      .where('m.org_id', '=', second.orgId)
+      .orderBy('a.email')
+      .executeTakeFirstOrThrow();
     const api = client(app, first.readKey);
     // Exactly the answer for a learner who exists nowhere: nothing tells that one exists elsewhere.
     const nobody = { email: 'personne@nulle-part.fr', id: '00000000-0000-4000-8000-000000000000' };
     for (const resource of [...learningResources, 'users', 'summary']) {
-      for (const query of [(l: typeof nobody) => `email=${encodeURIComponent(l.email)}`, (l: typeof nobody) => `user_id=${l.id}`, (l: typeof nobody) => `email=${encodeURIComponent(l.email)}&format=csv`]) {
+      for (const query of [
+        (l: typeof nobody) => `email=${encodeURIComponent(l.email)}`,
+        (l: typeof nobody) => `user_id=${l.id}`,
+        (l: typeof nobody) => `email=${encodeURIComponent(l.email)}&format=csv`,
+      ]) {
         const response = await api.get(`/v1/${resource}?${query(other)}`);
         const reference = await api.get(`/v1/${resource}?${query(nobody)}`);
         expect(response.statusCode, `${resource} ${query(other)}`).toBe(404);

@@ -18,7 +18,6 @@ import { expectReportEqualsResources, type FetchAll } from './support/report-rea
 // learner is dormant for a whole year. Then a seeded organisation shows that a past year does not
 // move when new activity is recorded.
 
-
 let database: TestDatabase;
 let app: FastifyInstance;
 
@@ -46,18 +45,52 @@ async function reportLines(key: string, query: string): Promise<string[]> {
 }
 
 /** A tutoring workshop of the programme and the learner's presence at it, with its tutoring interval. */
-async function attendWorkshop(orgId: string, membershipId: string, programmeId: string, workshop: { startsAt: string; planned: number; from: string; to: string }) {
+async function attendWorkshop(
+  orgId: string,
+  membershipId: string,
+  programmeId: string,
+  workshop: { startsAt: string; planned: number; from: string; to: string },
+) {
   const { db } = database;
-  const session = await db.insertInto('tutoring_sessions').values({
-    org_id: orgId, programme_id: programmeId, title: 'Atelier tutoré — Veillée de fin d’année', starts_at: paris(workshop.startsAt), planned_minutes: workshop.planned, trainer_name: 'Nadia Benali',
-  }).returning('id').executeTakeFirstOrThrow();
+  const session = await db
+    .insertInto('tutoring_sessions')
+    .values({
+      org_id: orgId,
+      programme_id: programmeId,
+      title: 'Atelier tutoré — Veillée de fin d’année',
+      starts_at: paris(workshop.startsAt),
+      planned_minutes: workshop.planned,
+      trainer_name: 'Nadia Benali',
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   const connected = (paris(workshop.to).getTime() - paris(workshop.from).getTime()) / 60_000;
-  const attendance = await db.insertInto('tutoring_attendance').values({
-    org_id: orgId, session_id: session.id, membership_id: membershipId, present: true, connected_minutes: connected, signed_by_learner: true, signed_by_trainer: true,
-  }).returning('id').executeTakeFirstOrThrow();
-  await db.insertInto('activity_intervals').values({
-    org_id: orgId, membership_id: membershipId, kind: 'tutorat', started_at: paris(workshop.from), ended_at: paris(workshop.to), programme_id: programmeId, lesson_id: null, attendance_id: attendance.id,
-  }).execute();
+  const attendance = await db
+    .insertInto('tutoring_attendance')
+    .values({
+      org_id: orgId,
+      session_id: session.id,
+      membership_id: membershipId,
+      present: true,
+      connected_minutes: connected,
+      signed_by_learner: true,
+      signed_by_trainer: true,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await db
+    .insertInto('activity_intervals')
+    .values({
+      org_id: orgId,
+      membership_id: membershipId,
+      kind: 'tutorat',
+      started_at: paris(workshop.from),
+      ended_at: paris(workshop.to),
+      programme_id: programmeId,
+      lesson_id: null,
+      attendance_id: attendance.id,
+    })
+    .execute();
 }
 
 describe('a learner across New Year', () => {
@@ -73,97 +106,278 @@ describe('a learner across New Year', () => {
     const [references, quiz, pivot] = programme.lessons as [FixtureLesson, FixtureLesson, FixtureLesson];
     const { membershipId } = await addLearner(db, org.orgId, { email, name: 'Claire Nouvel-An', at: '2024-12-10 09:00' });
     const ids = { orgId: org.orgId, membershipId };
-    await db.insertInto('programme_enrolments').values({ org_id: org.orgId, membership_id: membershipId, programme_id: programme.programmeId, enrolled_at: paris('2024-12-10 09:30') }).execute();
-    await db.insertInto('documents').values({ org_id: org.orgId, membership_id: membershipId, programme_id: programme.programmeId, type: 'PIF', issued_at: paris('2024-12-11 10:00'), hours: 1.5, completion_score: null }).execute();
+    await db
+      .insertInto('programme_enrolments')
+      .values({
+        org_id: org.orgId,
+        membership_id: membershipId,
+        programme_id: programme.programmeId,
+        enrolled_at: paris('2024-12-10 09:30'),
+      })
+      .execute();
+    await db
+      .insertInto('documents')
+      .values({
+        org_id: org.orgId,
+        membership_id: membershipId,
+        programme_id: programme.programmeId,
+        type: 'PIF',
+        issued_at: paris('2024-12-11 10:00'),
+        hours: 1.5,
+        completion_score: null,
+      })
+      .execute();
 
     // 2024: a first lesson, then New Year's Eve: login, workshop, AI lab and a lesson past midnight, the quiz after it.
-    await recordLogin(db, { ...ids, startedAt: paris('2024-12-10 10:00'), endedAt: paris('2024-12-10 10:30'), ip: '192.0.2.10', userAgent: null });
+    await recordLogin(db, {
+      ...ids,
+      startedAt: paris('2024-12-10 10:00'),
+      endedAt: paris('2024-12-10 10:30'),
+      ip: '192.0.2.10',
+      userAgent: null,
+    });
     await openLesson(db, { ...ids, lessonId: references.id, openedAt: paris('2024-12-10 10:05'), activeSeconds: 20 * 60 });
-    await recordLogin(db, { ...ids, startedAt: paris('2024-12-31 22:55'), endedAt: paris('2025-01-01 00:40'), ip: '192.0.2.10', userAgent: null });
-    await attendWorkshop(org.orgId, membershipId, programme.programmeId, { startsAt: '2024-12-31 23:00', planned: 90, from: '2024-12-31 23:05', to: '2025-01-01 00:25' });
-    await db.insertInto('activity_intervals').values({
-      org_id: org.orgId, membership_id: membershipId, kind: 'labia', started_at: paris('2024-12-31 23:45'), ended_at: paris('2025-01-01 00:15'), programme_id: programme.programmeId, lesson_id: null, attendance_id: null,
-    }).execute();
+    await recordLogin(db, {
+      ...ids,
+      startedAt: paris('2024-12-31 22:55'),
+      endedAt: paris('2025-01-01 00:40'),
+      ip: '192.0.2.10',
+      userAgent: null,
+    });
+    await attendWorkshop(org.orgId, membershipId, programme.programmeId, {
+      startsAt: '2024-12-31 23:00',
+      planned: 90,
+      from: '2024-12-31 23:05',
+      to: '2025-01-01 00:25',
+    });
+    await db
+      .insertInto('activity_intervals')
+      .values({
+        org_id: org.orgId,
+        membership_id: membershipId,
+        kind: 'labia',
+        started_at: paris('2024-12-31 23:45'),
+        ended_at: paris('2025-01-01 00:15'),
+        programme_id: programme.programmeId,
+        lesson_id: null,
+        attendance_id: null,
+      })
+      .execute();
     await openLesson(db, { ...ids, lessonId: quiz.id, openedAt: paris('2024-12-31 23:50'), activeSeconds: 30 * 60 });
     await completeQuiz(db, {
-      ...ids, lessonId: quiz.id, completedAt: paris('2025-01-01 00:25'),
-      answers: quiz.questions.map((question, i) => ({ questionId: question.id, chosenOption: question.correct, answeredAt: paris(`2025-01-01 00:2${i + 1}`) })),
+      ...ids,
+      lessonId: quiz.id,
+      completedAt: paris('2025-01-01 00:25'),
+      answers: quiz.questions.map((question, i) => ({
+        questionId: question.id,
+        chosenOption: question.correct,
+        answeredAt: paris(`2025-01-01 00:2${i + 1}`),
+      })),
     });
     // 2025: the quiz lesson again in March, the last lesson from New Year's Eve into 2026.
-    await recordLogin(db, { ...ids, startedAt: paris('2025-03-04 10:00'), endedAt: paris('2025-03-04 10:30'), ip: '192.0.2.10', userAgent: null });
+    await recordLogin(db, {
+      ...ids,
+      startedAt: paris('2025-03-04 10:00'),
+      endedAt: paris('2025-03-04 10:30'),
+      ip: '192.0.2.10',
+      userAgent: null,
+    });
     await openLesson(db, { ...ids, lessonId: quiz.id, openedAt: paris('2025-03-04 10:05'), activeSeconds: 15 * 60 });
-    await recordLogin(db, { ...ids, startedAt: paris('2025-12-31 23:35'), endedAt: paris('2026-01-01 00:30'), ip: '192.0.2.10', userAgent: null });
+    await recordLogin(db, {
+      ...ids,
+      startedAt: paris('2025-12-31 23:35'),
+      endedAt: paris('2026-01-01 00:30'),
+      ip: '192.0.2.10',
+      userAgent: null,
+    });
     await openLesson(db, { ...ids, lessonId: pivot.id, openedAt: paris('2025-12-31 23:40'), activeSeconds: 40 * 60 });
     // 2026: the certificate in January.
     await issueCertificate(db, { ...ids, programmeId: programme.programmeId, issuedAt: paris('2026-01-05 10:00') });
-    await submitSatisfaction(db, { ...ids, programmeId: programme.programmeId, rating: 5, nps: 9, verbatim: null, answeredAt: paris('2026-01-06 09:00') });
+    await submitSatisfaction(db, {
+      ...ids,
+      programmeId: programme.programmeId,
+      rating: 5,
+      nps: 9,
+      verbatim: null,
+      answeredAt: paris('2026-01-06 09:00'),
+    });
 
     // Active in 2024, nothing in 2025, active again in 2026 in another programme.
     const other = await createProgramme(db, org.orgId, 'word-avance', 'Word avancé');
     const dormant = await addLearner(db, org.orgId, { email: dormantEmail, name: 'Bruno Dormeur', at: '2024-02-05 09:00' });
     const dormantIds = { orgId: org.orgId, membershipId: dormant.membershipId };
-    await db.insertInto('programme_enrolments').values({ org_id: org.orgId, membership_id: dormant.membershipId, programme_id: programme.programmeId, enrolled_at: paris('2024-02-05 09:00') }).execute();
-    await recordLogin(db, { ...dormantIds, startedAt: paris('2024-02-05 10:00'), endedAt: paris('2024-02-05 10:30'), ip: '192.0.2.11', userAgent: null });
+    await db
+      .insertInto('programme_enrolments')
+      .values({
+        org_id: org.orgId,
+        membership_id: dormant.membershipId,
+        programme_id: programme.programmeId,
+        enrolled_at: paris('2024-02-05 09:00'),
+      })
+      .execute();
+    await recordLogin(db, {
+      ...dormantIds,
+      startedAt: paris('2024-02-05 10:00'),
+      endedAt: paris('2024-02-05 10:30'),
+      ip: '192.0.2.11',
+      userAgent: null,
+    });
     await openLesson(db, { ...dormantIds, lessonId: references.id, openedAt: paris('2024-02-05 10:05'), activeSeconds: 12 * 60 });
-    await db.insertInto('programme_enrolments').values({ org_id: org.orgId, membership_id: dormant.membershipId, programme_id: other.programmeId, enrolled_at: paris('2026-02-02 09:00') }).execute();
-    await recordLogin(db, { ...dormantIds, startedAt: paris('2026-02-02 10:00'), endedAt: paris('2026-02-02 10:30'), ip: '192.0.2.11', userAgent: null });
+    await db
+      .insertInto('programme_enrolments')
+      .values({
+        org_id: org.orgId,
+        membership_id: dormant.membershipId,
+        programme_id: other.programmeId,
+        enrolled_at: paris('2026-02-02 09:00'),
+      })
+      .execute();
+    await recordLogin(db, {
+      ...dormantIds,
+      startedAt: paris('2026-02-02 10:00'),
+      endedAt: paris('2026-02-02 10:30'),
+      ip: '192.0.2.11',
+      userAgent: null,
+    });
     await openLesson(db, { ...dormantIds, lessonId: other.lessons[0]!.id, openedAt: paris('2026-02-02 10:05'), activeSeconds: 9 * 60 });
   });
 
-  const rowsOf = (resource: string, year: number, who = email) => client(app, org.readKey).all(resource, `year=${year}&email=${encodeURIComponent(who)}`);
+  const rowsOf = (resource: string, year: number, who = email) =>
+    client(app, org.readKey).all(resource, `year=${year}&email=${encodeURIComponent(who)}`);
 
   it('files each year’s share of the time under that year, cut at midnight on 31 December', async () => {
-    expect((await rowsOf('progress', 2024)).map(({ lecon, vue, visites, temps_min, derniere_visite_le, pourcentage_programme }) =>
-      ({ lecon, vue, visites, temps_min, derniere_visite_le, pourcentage_programme }))).toEqual([
+    expect(
+      (await rowsOf('progress', 2024)).map(({ lecon, vue, visites, temps_min, derniere_visite_le, pourcentage_programme }) => ({
+        lecon,
+        vue,
+        visites,
+        temps_min,
+        derniere_visite_le,
+        pourcentage_programme,
+      })),
+    ).toEqual([
       { lecon: 'Les références', vue: 'Oui', visites: 1, temps_min: 20, derniere_visite_le: '2024-12-10', pourcentage_programme: 66 },
       { lecon: 'Quiz — formules', vue: 'Oui', visites: 1, temps_min: 10, derniere_visite_le: '2024-12-31', pourcentage_programme: 66 },
     ]);
     // The New Year's visit counts in 2024, where it was opened; its 20 minutes after midnight in 2025.
-    expect((await rowsOf('progress', 2025)).map(({ lecon, vue, visites, temps_min, derniere_visite_le, pourcentage_programme }) =>
-      ({ lecon, vue, visites, temps_min, derniere_visite_le, pourcentage_programme }))).toEqual([
-      { lecon: 'Quiz — formules', vue: 'Oui', visites: 1, temps_min: 20 + 15, derniere_visite_le: '2025-03-04', pourcentage_programme: 100 },
+    expect(
+      (await rowsOf('progress', 2025)).map(({ lecon, vue, visites, temps_min, derniere_visite_le, pourcentage_programme }) => ({
+        lecon,
+        vue,
+        visites,
+        temps_min,
+        derniere_visite_le,
+        pourcentage_programme,
+      })),
+    ).toEqual([
+      {
+        lecon: 'Quiz — formules',
+        vue: 'Oui',
+        visites: 1,
+        temps_min: 20 + 15,
+        derniere_visite_le: '2025-03-04',
+        pourcentage_programme: 100,
+      },
       { lecon: 'Créer un TCD', vue: 'Oui', visites: 1, temps_min: 20, derniere_visite_le: '2025-12-31', pourcentage_programme: 100 },
     ]);
     // A year that only holds the end of a visit shows it on 1 January, with no visit of its own.
-    expect((await rowsOf('progress', 2026)).map(({ lecon, visites, temps_min, derniere_visite_le }) => ({ lecon, visites, temps_min, derniere_visite_le }))).toEqual([
-      { lecon: 'Créer un TCD', visites: 0, temps_min: 20, derniere_visite_le: '2026-01-01' },
-    ]);
+    expect(
+      (await rowsOf('progress', 2026)).map(({ lecon, visites, temps_min, derniere_visite_le }) => ({
+        lecon,
+        visites,
+        temps_min,
+        derniere_visite_le,
+      })),
+    ).toEqual([{ lecon: 'Créer un TCD', visites: 0, temps_min: 20, derniere_visite_le: '2026-01-01' }]);
   });
 
   it('has an enrollments row in each of the three years, each as it stood on 31 December', async () => {
     const columns = (rows: Row[]) => rows.map(({ apprenant: _name, email: _email, programme: _title, ...rest }) => rest);
-    expect(columns(await rowsOf('enrollments', 2024))).toEqual([{
-      programme_slug: programme.slug, pourcentage: 66, lecons_vues: 2, lecons_total: 3, complete: 'Non', complete_le: null,
-      derniere_activite_le: '2024-12-31', premiere_connexion_le: '2024-12-10 10:05', derniere_connexion_le: '2024-12-31 23:50',
-    }]);
-    expect(columns(await rowsOf('enrollments', 2025))).toEqual([{
-      programme_slug: programme.slug, pourcentage: 100, lecons_vues: 3, lecons_total: 3, complete: 'Non', complete_le: null,
-      derniere_activite_le: '2025-12-31', premiere_connexion_le: '2024-12-10 10:05', derniere_connexion_le: '2025-12-31 23:40',
-    }]);
+    expect(columns(await rowsOf('enrollments', 2024))).toEqual([
+      {
+        programme_slug: programme.slug,
+        pourcentage: 66,
+        lecons_vues: 2,
+        lecons_total: 3,
+        complete: 'Non',
+        complete_le: null,
+        derniere_activite_le: '2024-12-31',
+        premiere_connexion_le: '2024-12-10 10:05',
+        derniere_connexion_le: '2024-12-31 23:50',
+      },
+    ]);
+    expect(columns(await rowsOf('enrollments', 2025))).toEqual([
+      {
+        programme_slug: programme.slug,
+        pourcentage: 100,
+        lecons_vues: 3,
+        lecons_total: 3,
+        complete: 'Non',
+        complete_le: null,
+        derniere_activite_le: '2025-12-31',
+        premiere_connexion_le: '2024-12-10 10:05',
+        derniere_connexion_le: '2025-12-31 23:40',
+      },
+    ]);
     // Active in 2026 by the certificate alone; the last visit opened by then is still the one of New Year's Eve.
-    expect(columns(await rowsOf('enrollments', 2026))).toEqual([{
-      programme_slug: programme.slug, pourcentage: 100, lecons_vues: 3, lecons_total: 3, complete: 'Oui', complete_le: '2026-01-05',
-      derniere_activite_le: '2026-01-05', premiere_connexion_le: '2024-12-10 10:05', derniere_connexion_le: '2025-12-31 23:40',
-    }]);
+    expect(columns(await rowsOf('enrollments', 2026))).toEqual([
+      {
+        programme_slug: programme.slug,
+        pourcentage: 100,
+        lecons_vues: 3,
+        lecons_total: 3,
+        complete: 'Oui',
+        complete_le: '2026-01-05',
+        derniere_activite_le: '2026-01-05',
+        premiere_connexion_le: '2024-12-10 10:05',
+        derniere_connexion_le: '2025-12-31 23:40',
+      },
+    ]);
   });
 
   it('counts logins, attempts and the tutoring session wholly in the year they started, and agrees in the learners rows', async () => {
     const figures = async (year: number) => (await rowsOf('learners', year))[0]!;
     expect(await figures(2024)).toMatchObject({
-      connexions: 2, temps_cours_min: 30, temps_labia_min: 15, temps_tutorat_min: 80,
+      connexions: 2,
+      temps_cours_min: 30,
+      temps_labia_min: 15,
+      temps_tutorat_min: 80,
       // 20 minutes on 10 December; on New Year's Eve the workshop (23:05 to 00:25, whole) covers the lab and the lesson.
       temps_actif_min: 20 + 80,
-      programmes_suivis: 1, programmes_completes: 0, evaluations_total: 0, seances_tutorat: 1, seances_present: 1, pif_emis: 1, attestations_emises: 0,
+      programmes_suivis: 1,
+      programmes_completes: 0,
+      evaluations_total: 0,
+      seances_tutorat: 1,
+      seances_present: 1,
+      pif_emis: 1,
+      attestations_emises: 0,
     });
     expect(await figures(2025)).toMatchObject({
-      connexions: 2, temps_cours_min: 55, temps_labia_min: 15, temps_tutorat_min: 0,
+      connexions: 2,
+      temps_cours_min: 55,
+      temps_labia_min: 15,
+      temps_tutorat_min: 0,
       // 00:00 to 00:20 on 1 January (lesson and lab), 15 minutes in March, 23:40 to midnight on 31 December.
       temps_actif_min: 20 + 15 + 20,
-      programmes_suivis: 1, programmes_completes: 0, evaluations_total: 1, evaluations_reussies: 1, score_moyen: 100, seances_tutorat: 0, pif_emis: 0,
+      programmes_suivis: 1,
+      programmes_completes: 0,
+      evaluations_total: 1,
+      evaluations_reussies: 1,
+      score_moyen: 100,
+      seances_tutorat: 0,
+      pif_emis: 0,
     });
     expect(await figures(2026)).toMatchObject({
-      connexions: 0, temps_cours_min: 20, temps_labia_min: 0, temps_tutorat_min: 0, temps_actif_min: 20,
-      programmes_suivis: 1, programmes_completes: 1, attestations_emises: 1, satisfaction_note: 5, nps: 9,
+      connexions: 0,
+      temps_cours_min: 20,
+      temps_labia_min: 0,
+      temps_tutorat_min: 0,
+      temps_actif_min: 20,
+      programmes_suivis: 1,
+      programmes_completes: 1,
+      attestations_emises: 1,
+      satisfaction_note: 5,
+      nps: 9,
     });
     expect((await rowsOf('attendance', 2024)).map((row) => row.temps_connecte_min)).toEqual([80]);
     expect(await rowsOf('attendance', 2025)).toEqual([]);
@@ -172,7 +386,9 @@ describe('a learner across New Year', () => {
   });
 
   it('shows nothing for the year a learner was dormant, and each active year on its own', async () => {
-    expect(await rowsOf('learners', 2025, dormantEmail)).toMatchObject([{ connexions: 0, temps_actif_min: 0, temps_cours_min: 0, programmes_suivis: 0 }]);
+    expect(await rowsOf('learners', 2025, dormantEmail)).toMatchObject([
+      { connexions: 0, temps_actif_min: 0, temps_cours_min: 0, programmes_suivis: 0 },
+    ]);
     for (const resource of ['enrollments', 'progress', 'logins']) expect(await rowsOf(resource, 2025, dormantEmail), resource).toEqual([]);
     expect((await rowsOf('enrollments', 2024, dormantEmail)).map((row) => row.programme_slug)).toEqual([programme.slug]);
     expect((await rowsOf('enrollments', 2026, dormantEmail)).map((row) => row.programme_slug)).toEqual(['word-avance']);
@@ -181,7 +397,8 @@ describe('a learner across New Year', () => {
 
   it('finds the new year’s rows with updated_since, on their natural dates', async () => {
     const api = client(app, org.readKey);
-    const since = async (resource: string, day: string) => (await api.all(resource, `year=2026&updated_since=${day}&email=${encodeURIComponent(email)}`)).length;
+    const since = async (resource: string, day: string) =>
+      (await api.all(resource, `year=2026&updated_since=${day}&email=${encodeURIComponent(email)}`)).length;
     expect(await since('enrollments', '2026-01-05')).toBe(1);
     expect(await since('enrollments', '2026-01-06')).toBe(0);
     expect(await since('progress', '2026-01-01')).toBe(1);
@@ -190,7 +407,9 @@ describe('a learner across New Year', () => {
     expect((await api.all('enrollments', 'year=2025')).map((row) => row.derniere_activite_le)).toEqual(['2025-12-31']);
   });
 
-  it('gives each year’s report the programmes followed that year, their state on 31 December and the same minutes as the JSON', { timeout: 60_000 }, async () => {
+  it('gives each year’s report the programmes followed that year, their state on 31 December and the same minutes as the JSON', {
+    timeout: 60_000,
+  }, async () => {
     const fetchAll = fetcher(org.readKey);
     for (const year of [2024, 2025, 2026]) {
       const query = `email=${encodeURIComponent(email)}&year=${year}`;
@@ -213,15 +432,31 @@ describe('a past year', () => {
     const api = client(app, org.readKey);
     const past = seededYear - 1;
     // Learners active in both years: the story learners among them.
-    const learnersOfBoth = (await api.all('enrollments', `year=${seededYear}`)).map((row) => row.email as string)
+    const learnersOfBoth = (await api.all('enrollments', `year=${seededYear}`))
+      .map((row) => row.email as string)
       .filter((address, i, all) => all.indexOf(address) === i);
-    const watched = (await api.all('enrollments', `year=${past}`)).map((row) => row.email as string).filter((address) => learnersOfBoth.includes(address)).slice(0, 4);
+    const watched = (await api.all('enrollments', `year=${past}`))
+      .map((row) => row.email as string)
+      .filter((address) => learnersOfBoth.includes(address))
+      .slice(0, 4);
     expect(watched.length).toBeGreaterThan(0);
     const snapshot = async () => ({
-      rows: Object.fromEntries(await Promise.all(['enrollments', 'progress', 'learners', 'evaluations', 'documents'].map(async (resource) => [resource, await api.all(resource, `year=${past}`)]))),
+      rows: Object.fromEntries(
+        await Promise.all(
+          ['enrollments', 'progress', 'learners', 'evaluations', 'documents'].map(async (resource) => [
+            resource,
+            await api.all(resource, `year=${past}`),
+          ]),
+        ),
+      ),
       // The report's text, but for its generation time.
-      reports: await Promise.all(watched.map(async (address) => (await reportLines(org.readKey, `email=${encodeURIComponent(address)}&year=${past}`))
-        .filter((line) => !line.startsWith('Généré le')))),
+      reports: await Promise.all(
+        watched.map(async (address) =>
+          (await reportLines(org.readKey, `email=${encodeURIComponent(address)}&year=${past}`)).filter(
+            (line) => !line.startsWith('Généré le'),
+          ),
+        ),
+      ),
       current: await api.all('progress', `year=${seededYear}`),
     });
     const before = await snapshot();
@@ -241,8 +476,17 @@ describe('a past year', () => {
       await recordLogin(db, { ...ids, startedAt: at(0), endedAt: at(30), ip: '198.51.100.7', userAgent: null });
       await openLesson(db, { ...ids, lessonId: row.lesson_id, openedAt: at(1), activeSeconds: 600 });
       if (row.has_quiz) {
-        const questions = await db.selectFrom('quiz_questions').select(['id', 'correct_option']).where('lesson_id', '=', row.lesson_id).execute();
-        await completeQuiz(db, { ...ids, lessonId: row.lesson_id, completedAt: at(12), answers: questions.map((q) => ({ questionId: q.id, chosenOption: q.correct_option, answeredAt: at(11) })) });
+        const questions = await db
+          .selectFrom('quiz_questions')
+          .select(['id', 'correct_option'])
+          .where('lesson_id', '=', row.lesson_id)
+          .execute();
+        await completeQuiz(db, {
+          ...ids,
+          lessonId: row.lesson_id,
+          completedAt: at(12),
+          answers: questions.map((q) => ({ questionId: q.id, chosenOption: q.correct_option, answeredAt: at(11) })),
+        });
       }
       await issueCertificate(db, { ...ids, programmeId: row.programme_id, issuedAt: at(20) });
       minute += 60;

@@ -44,15 +44,23 @@ async function contents(db: DB) {
 async function expectDerivedRowsExact(): Promise<void> {
   const kept = await contents(database.db);
   let recounted: Record<string, unknown[]> = {};
-  await database.db.transaction().execute(async (trx) => {
-    await sql`select lesson_progress_years_recount(id), enrolment_years_recount(id), lesson_progress_counts_recount(id) from organisations`.execute(trx);
-    recounted = await contents(trx);
-    throw new RollBack();
-  }).catch((error) => {
-    if (!(error instanceof RollBack)) throw error;
-  });
+  await database.db
+    .transaction()
+    .execute(async (trx) => {
+      await sql`select lesson_progress_years_recount(id), enrolment_years_recount(id), lesson_progress_counts_recount(id) from organisations`.execute(
+        trx,
+      );
+      recounted = await contents(trx);
+      throw new RollBack();
+    })
+    .catch((error) => {
+      if (!(error instanceof RollBack)) throw error;
+    });
   for (const table of Object.keys(derivedTables)) expect(kept[table], table).toEqual(recounted[table]);
-  const empty = await sql`select 1 from lesson_progress_days where progress_rows = 0 union all select 1 from lesson_progress_months where progress_rows = 0`.execute(database.db);
+  const empty =
+    await sql`select 1 from lesson_progress_days where progress_rows = 0 union all select 1 from lesson_progress_months where progress_rows = 0`.execute(
+      database.db,
+    );
   expect(empty.rows).toEqual([]);
 }
 
@@ -102,24 +110,37 @@ describe('year slices and progress counts kept by triggers', () => {
     await sql`update programme_enrolments set enrolled_at = enrolled_at - interval '400 days'
       where id in (select id from programme_enrolments where org_id = ${org.orgId} order by id limit 5)`.execute(db);
     await expectDerivedRowsExact();
-    await sql`delete from programme_enrolments where id in (select id from programme_enrolments where org_id = ${org.orgId} order by id desc limit 5)`.execute(db);
-    await sql`delete from tutoring_sessions where id in (select id from tutoring_sessions where org_id = ${org.orgId} order by id limit 10)`.execute(db);
+    await sql`delete from programme_enrolments where id in (select id from programme_enrolments where org_id = ${org.orgId} order by id desc limit 5)`.execute(
+      db,
+    );
+    await sql`delete from tutoring_sessions where id in (select id from tutoring_sessions where org_id = ${org.orgId} order by id limit 10)`.execute(
+      db,
+    );
     await expectDerivedRowsExact();
   });
 
   it('stay exact when many transactions write the same learners, lessons and days at once', async () => {
     const { db } = database;
-    const intervals = await sql<{ id: number }>`select id from activity_intervals where org_id = ${org.orgId} and kind = 'cours' order by lesson_id, id limit 60`.execute(db);
+    const intervals = await sql<{
+      id: number;
+    }>`select id from activity_intervals where org_id = ${org.orgId} and kind = 'cours' order by lesson_id, id limit 60`.execute(db);
     // Each transaction moves one visit to the same day: all of them touch the same counters, and
     // several touch the same learner. Like the write paths (db/activity.ts), each locks the
     // learner's enrolments first: the triggers then wait for one another instead of deadlocking.
-    await Promise.all(intervals.rows.map(({ id }, i) => db.transaction().execute(async (trx) => {
-      await sql`select 1 from programme_enrolments where membership_id = (select membership_id from activity_intervals where id = ${id})
+    await Promise.all(
+      intervals.rows.map(({ id }, i) =>
+        db.transaction().execute(async (trx) => {
+          await sql`select 1 from programme_enrolments where membership_id = (select membership_id from activity_intervals where id = ${id})
         order by id for no key update`.execute(trx);
-      await sql`update activity_intervals set started_at = '2026-06-15T10:00:00Z'::timestamptz + ${i} * interval '1 minute',
+          await sql`update activity_intervals set started_at = '2026-06-15T10:00:00Z'::timestamptz + ${i} * interval '1 minute',
         ended_at = '2026-06-15T10:00:30Z'::timestamptz + ${i} * interval '1 minute' where id = ${id}`.execute(trx);
-      if (i % 2 === 0) await sql`update quiz_attempts set completed_at = '2026-06-15T11:00:00Z' where membership_id = (select membership_id from activity_intervals where id = ${id})`.execute(trx);
-    })));
+          if (i % 2 === 0)
+            await sql`update quiz_attempts set completed_at = '2026-06-15T11:00:00Z' where membership_id = (select membership_id from activity_intervals where id = ${id})`.execute(
+              trx,
+            );
+        }),
+      ),
+    );
     await expectDerivedRowsExact();
   });
 });
@@ -147,7 +168,8 @@ describe('progress from the kept counts', () => {
       expect(all).toHaveLength(expected);
       // Pages cut anywhere, blocks of lessons included, give the same rows in the same order.
       const pages = [];
-      for (let offset = 0; offset < expected; offset += 37) pages.push(...await pageResourceRows(database.db, progress, filter, 37, offset, null));
+      for (let offset = 0; offset < expected; offset += 37)
+        pages.push(...(await pageResourceRows(database.db, progress, filter, 37, offset, null)));
       expect(pages).toEqual(all);
     }
   });

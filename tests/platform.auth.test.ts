@@ -89,7 +89,11 @@ describe('API keys', () => {
 
   it('keeps keys out of the logs, even at trace level', async () => {
     const lines: string[] = [];
-    const logged = await buildTestApp(database.db, { logLevel: 'trace' }, { logStream: { write: (line: string) => void lines.push(line) } });
+    const logged = await buildTestApp(
+      database.db,
+      { logLevel: 'trace' },
+      { logStream: { write: (line: string) => void lines.push(line) } },
+    );
     await logged.inject({ method: 'GET', url: '/v1/users', headers: bearer(org.readKey) });
     await logged.inject({ method: 'GET', url: '/v1/users?limit=0', headers: bearer(org.readKey) });
     await logged.close();

@@ -30,9 +30,13 @@ afterAll(async () => {
 });
 
 const get = (url: string, headers: Record<string, string> = bearer(org.readKey)) => app.inject({ method: 'GET', url, headers });
-const post = (payload: unknown, headers: Record<string, string> = {}) => app.inject({
-  method: 'POST', url: '/v1/users', headers: { ...bearer(org.writeKey), ...headers }, payload: payload as string,
-});
+const post = (payload: unknown, headers: Record<string, string> = {}) =>
+  app.inject({
+    method: 'POST',
+    url: '/v1/users',
+    headers: { ...bearer(org.writeKey), ...headers },
+    payload: payload as string,
+  });
 
 function expectError(response: { statusCode: number; headers: Record<string, unknown>; json(): unknown }, status: number, message: RegExp) {
   expect(response.statusCode).toBe(status);
@@ -46,7 +50,9 @@ function raw(request: string | Buffer): Promise<{ status: number; headers: strin
     const { hostname, port } = new URL(origin);
     const socket = connect({ host: hostname, port: Number(port) });
     let received = '';
-    socket.on('data', (chunk) => { received += chunk; });
+    socket.on('data', (chunk) => {
+      received += chunk;
+    });
     socket.on('error', reject);
     socket.on('close', () => {
       const [head = '', body = ''] = received.split('\r\n\r\n');
@@ -93,9 +99,17 @@ describe('values the code cannot hold are refused by the contract, naming the pa
   });
 
   it('refuses bodies beyond their bounds: too many programme slugs, too long an email, a batch of tens of thousands', async () => {
-    expectError(await post({ email: 'a@exemple.fr', programme_slugs: Array.from({ length: 101 }, (_, i) => `p${i}`) }), 400, /programme_slugs.*au plus 100/);
+    expectError(
+      await post({ email: 'a@exemple.fr', programme_slugs: Array.from({ length: 101 }, (_, i) => `p${i}`) }),
+      400,
+      /programme_slugs.*au plus 100/,
+    );
     expectError(await post({ email: `${'a'.repeat(330)}@exemple.fr` }), 400, /email.*au plus 320/);
-    expectError(await post({ email: 'a@exemple.fr', programme_slugs: Array.from({ length: 40_000 }, (_, i) => `programme-${i}`) }), 400, /programme_slugs/);
+    expectError(
+      await post({ email: 'a@exemple.fr', programme_slugs: Array.from({ length: 40_000 }, (_, i) => `programme-${i}`) }),
+      400,
+      /programme_slugs/,
+    );
     expectError(await post({ users: Array.from({ length: 20_000 }, (_, i) => ({ email: `a${i}@exemple.fr` })) }), 400, /users.*au plus 50/);
   });
 });
@@ -119,7 +133,12 @@ describe('bodies the route must read', () => {
 
 describe('methods', () => {
   it('answers 401 before 405 or 404: a caller without a valid key learns nothing', async () => {
-    for (const [method, url] of [['DELETE', '/v1/users'], ['TRACE', '/v1/logins'], ['GET', '/v1/a/b'], ['HEAD', '/v1/summary']] as const) {
+    for (const [method, url] of [
+      ['DELETE', '/v1/users'],
+      ['TRACE', '/v1/logins'],
+      ['GET', '/v1/a/b'],
+      ['HEAD', '/v1/summary'],
+    ] as const) {
       const response = await app.inject({ method: method as 'GET', url });
       expect(response.statusCode, `${method} ${url}`).toBe(401);
     }
@@ -227,7 +246,8 @@ describe('the operators’ routes', () => {
   it('behind a trusted load balancer, limits calls without a valid key by the client address it forwards', async () => {
     const behind = await buildTestApp(database.db, { rateLimitPerMinute: 2, trustProxy: '127.0.0.1' });
     try {
-      const guess = (client: string) => behind.inject({ url: '/v1/summary', headers: { authorization: 'Bearer sk_live_devine', 'x-forwarded-for': client } });
+      const guess = (client: string) =>
+        behind.inject({ url: '/v1/summary', headers: { authorization: 'Bearer sk_live_devine', 'x-forwarded-for': client } });
       expect((await guess('203.0.113.1')).statusCode).toBe(401);
       expect((await guess('203.0.113.1')).statusCode).toBe(401);
       expect((await guess('203.0.113.1')).statusCode).toBe(429);

@@ -27,8 +27,21 @@ describe('error bodies', () => {
     expect(response.statusCode).toBe(404);
     expect(response.json()).toEqual({
       error: expect.stringContaining('cours'),
-      available: ['learners', 'users', 'summary', 'attendance', 'evaluations', 'quiz-answers', 'documents',
-        'satisfaction', 'enrollments', 'progress', 'logins', 'tutoring-ratings', 'lesson-ratings'],
+      available: [
+        'learners',
+        'users',
+        'summary',
+        'attendance',
+        'evaluations',
+        'quiz-answers',
+        'documents',
+        'satisfaction',
+        'enrollments',
+        'progress',
+        'logins',
+        'tutoring-ratings',
+        'lesson-ratings',
+      ],
     });
   });
 
@@ -46,7 +59,8 @@ describe('error bodies', () => {
     const response = await app.inject({ method: method as 'POST', url, headers: bearer(key) });
     expect(response.statusCode).toBe(405);
     expect(response.headers.allow).toBe(allow);
-    if (method !== 'HEAD') expect(response.json()).toEqual({ error: expect.stringMatching(new RegExp(`^Méthode ${method} non autorisée`)) });
+    if (method !== 'HEAD')
+      expect(response.json()).toEqual({ error: expect.stringMatching(new RegExp(`^Méthode ${method} non autorisée`)) });
   });
 
   it.each([

@@ -66,7 +66,10 @@ describe('PostgreSQL stopped, restarted and frozen under a running server', () =
     key = org.readKey;
     await addLearner(db, org.orgId, { email: 'claire@exemple.fr' });
     server = await startServerProcess(serverUrlFor(port, databaseName), {
-      DB_CONNECT_TIMEOUT_MS: '1000', DB_QUERY_TIMEOUT_MS: '1500', REQUEST_TIMEOUT_MS: '5000', LOG_LEVEL: 'warn',
+      DB_CONNECT_TIMEOUT_MS: '1000',
+      DB_QUERY_TIMEOUT_MS: '1500',
+      REQUEST_TIMEOUT_MS: '5000',
+      LOG_LEVEL: 'warn',
     });
   }, 120_000);
   afterAll(async () => {
@@ -76,8 +79,11 @@ describe('PostgreSQL stopped, restarted and frozen under a running server', () =
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  const listening = async () => (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
-    where application_name = 'partner-api-webhooks-listen' and query ilike 'listen %'`.execute(db)).rows[0]!.n;
+  const listening = async () =>
+    (
+      await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+    where application_name = 'partner-api-webhooks-listen' and query ilike 'listen %'`.execute(db)
+    ).rows[0]!.n;
 
   it('answers 503 with Retry-After within seconds while PostgreSQL is down, and serves again, LISTEN included, once it is back', async () => {
     expect((await call(server, key)).status).toBe(200);
@@ -95,11 +101,19 @@ describe('PostgreSQL stopped, restarted and frozen under a running server', () =
 
     cluster = await startEmbeddedPostgres({ databaseDir: path.join(dataDir, 'data'), port, persistent: true });
     db = createDb(serverUrlFor(port, databaseName), { poolSize: 2 });
-    const back = await until(() => call(server, key), (answer) => answer.status === 200, 15_000);
+    const back = await until(
+      () => call(server, key),
+      (answer) => answer.status === 200,
+      15_000,
+    );
     expect(back.status).toBe(200);
     expect((await call(server, null, '/readyz')).status).toBe(200);
     // The webhook worker listens again, without a restart of the server.
-    const relistened = await until(async () => ({ status: await listening() }), (answer) => answer.status === 1, 15_000);
+    const relistened = await until(
+      async () => ({ status: await listening() }),
+      (answer) => answer.status === 1,
+      15_000,
+    );
     expect(relistened.status).toBe(1);
     expect(server.child.exitCode).toBeNull();
   }, 60_000);
@@ -108,12 +122,19 @@ describe('PostgreSQL stopped, restarted and frozen under a running server', () =
     expect((await call(server, key)).status).toBe(200);
     // The postmaster and every backend, stopped as a paused machine would be.
     const postmaster = Number(readFileSync(path.join(dataDir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
-    const children = (await new Promise<string>((resolve) => {
-      let out = '';
-      const ps = spawn('ps', ['-o', 'pid=', '--ppid', String(postmaster)]);
-      ps.stdout.on('data', (chunk) => { out += chunk; });
-      ps.on('close', () => resolve(out));
-    })).split('\n').map(Number).filter((pid) => pid > 0);
+    const children = (
+      await new Promise<string>((resolve) => {
+        let out = '';
+        const ps = spawn('ps', ['-o', 'pid=', '--ppid', String(postmaster)]);
+        ps.stdout.on('data', (chunk) => {
+          out += chunk;
+        });
+        ps.on('close', () => resolve(out));
+      })
+    )
+      .split('\n')
+      .map(Number)
+      .filter((pid) => pid > 0);
     const frozen = [postmaster, ...children];
     for (const pid of frozen) process.kill(pid, 'SIGSTOP');
     try {
@@ -127,7 +148,11 @@ describe('PostgreSQL stopped, restarted and frozen under a running server', () =
     } finally {
       for (const pid of frozen) process.kill(pid, 'SIGCONT');
     }
-    const thawed = await until(() => call(server, key), (answer) => answer.status === 200, 15_000);
+    const thawed = await until(
+      () => call(server, key),
+      (answer) => answer.status === 200,
+      15_000,
+    );
     expect(thawed.status).toBe(200);
     expect(server.child.exitCode).toBeNull();
   }, 60_000);
@@ -159,10 +184,15 @@ describe('SIGTERM', () => {
     // A finished request whose client keeps the connection open.
     const agent = new Agent({ keepAlive: true });
     await new Promise<void>((resolve, reject) => {
-      httpRequest({ host: hostname, port, path: '/v1/users?limit=1', agent, headers: { authorization: `Bearer ${readKey}` } }, (response) => {
-        response.resume();
-        response.on('end', resolve);
-      }).on('error', reject).end();
+      httpRequest(
+        { host: hostname, port, path: '/v1/users?limit=1', agent, headers: { authorization: `Bearer ${readKey}` } },
+        (response) => {
+          response.resume();
+          response.on('end', resolve);
+        },
+      )
+        .on('error', reject)
+        .end();
     });
     // A large export whose client reads nothing after the request.
     const stalled = connect({ host: hostname, port: Number(port) });
@@ -182,8 +212,9 @@ describe('SIGTERM', () => {
 
   it('answers the requests in flight, refuses new ones on open connections with 503, and exits promptly when nothing holds it', async () => {
     const server = await startServerProcess(database.url, { SHUTDOWN_TIMEOUT_MS: '10000' });
-    const inFlight = fetch(`${server.baseUrl}/quiz-answers?format=csv&year=2026`, { headers: { authorization: `Bearer ${readKey}` } })
-      .then(async (response) => ({ status: response.status, size: (await response.arrayBuffer()).byteLength }));
+    const inFlight = fetch(`${server.baseUrl}/quiz-answers?format=csv&year=2026`, { headers: { authorization: `Bearer ${readKey}` } }).then(
+      async (response) => ({ status: response.status, size: (await response.arrayBuffer()).byteLength }),
+    );
     await sleep(100);
     const { code, ms } = await terminate(server);
     const finished = await inFlight;
@@ -209,7 +240,9 @@ describe('operator commands', () => {
     for (let i = 0; i < 700; i += 1) await createKey(database.db, orgId, ['read']);
     // As the README runs it, into a pipe whose reader starts late (jq on a busy machine).
     const child = spawn('bash', ['-c', `set -o pipefail; npm run --silent admin -- key list --org ${orgId} --json | (sleep 1; cat)`], {
-      cwd: projectRoot, env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: projectRoot,
+      env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     // A reader that does not keep up: each chunk read, then a pause before the next.
     const chunks: Buffer[] = [];

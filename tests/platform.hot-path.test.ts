@@ -46,8 +46,13 @@ describe('counting requests of a key', () => {
       // The first goes alone; the 29 that arrived while it was in flight go together.
       expect(counted.statements).toBe(2);
       // The first 25 are accepted, in order, each with the places left after it; the last 5 refused.
-      expect(lookups.map((lookup) => lookup!.verdict!.accepted ? lookup!.verdict!.remaining : -1)).toEqual([
-        ...Array.from({ length: 25 }, (_, i) => 24 - i), -1, -1, -1, -1, -1,
+      expect(lookups.map((lookup) => (lookup!.verdict!.accepted ? lookup!.verdict!.remaining : -1))).toEqual([
+        ...Array.from({ length: 25 }, (_, i) => 24 - i),
+        -1,
+        -1,
+        -1,
+        -1,
+        -1,
       ]);
       const stored = await sql<{ total: number }>`select (select sum(c) from unnest(counts) c)::int as total from rate_limit_slots
         where bucket = ${`key:${lookups[0]!.id}`}`.execute(database.db);
@@ -89,7 +94,9 @@ describe('counting requests of a key', () => {
   });
 
   it('keeps rate-limit counters out of the WAL (an unlogged table)', async () => {
-    const table = await sql<{ relpersistence: string }>`select relpersistence from pg_class where relname = 'rate_limit_slots'`.execute(database.db);
+    const table = await sql<{ relpersistence: string }>`select relpersistence from pg_class where relname = 'rate_limit_slots'`.execute(
+      database.db,
+    );
     expect(table.rows).toEqual([{ relpersistence: 'u' }]);
   });
 });
@@ -107,7 +114,10 @@ describe('compiled statements kept between requests', () => {
     expect(await emails(second.orgId)).toEqual(['bruno@exemple.fr']);
     await addLearner(database.db, first.orgId, { email: 'amandine@exemple.fr', at: '2026-04-01 10:00' });
     expect(await emails(first.orgId)).toEqual(['alice@exemple.fr', 'amandine@exemple.fr']);
-    expect(await countResourceRows(database.db, usersResource as never, filterOf(first.orgId), 1000)).toEqual({ total: 2, truncated: false });
+    expect(await countResourceRows(database.db, usersResource as never, filterOf(first.orgId), 1000)).toEqual({
+      total: 2,
+      truncated: false,
+    });
     expect(await countResourceRows(database.db, usersResource as never, filterOf(first.orgId), 1)).toEqual({ total: 1, truncated: true });
   });
 });
@@ -148,9 +158,14 @@ describe('rows of an export, read ahead', () => {
 });
 
 describe('the ETag of a JSON body', () => {
-  const body = (generatedAt: string, email: string) => Buffer.from(JSON.stringify({
-    resource: 'users', meta: { org_name: 'Écoles réunies', generated_at: generatedAt }, data: [{ email }],
-  }));
+  const body = (generatedAt: string, email: string) =>
+    Buffer.from(
+      JSON.stringify({
+        resource: 'users',
+        meta: { org_name: 'Écoles réunies', generated_at: generatedAt },
+        data: [{ email }],
+      }),
+    );
 
   it('ignores generated_at, whatever the characters before it, and follows the data', () => {
     expect(jsonEtag(body('2026-11-22 09:00', 'a@exemple.fr'))).toBe(jsonEtag(body('2026-11-22 09:01', 'a@exemple.fr')));

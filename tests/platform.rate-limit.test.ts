@@ -19,7 +19,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function call(server: ServerProcess, key: string | null, path = '/users?limit=1') {
   const response = await fetch(server.baseUrl + path, { headers: key ? { authorization: `Bearer ${key}` } : {} });
-  return { status: response.status, headers: response.headers, body: await response.json() as Record<string, unknown> };
+  return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
 }
 
 describe('rate limit shared by every server process', () => {
@@ -55,7 +55,10 @@ describe('rate limit shared by every server process', () => {
     const burst = await Promise.all(Array.from({ length: 150 }, (_, i) => call(i % 2 ? first : second, readKey)));
     expect(burst.filter((r) => r.status === 200)).toHaveLength(120);
     expect(burst.filter((r) => r.status === 429)).toHaveLength(30);
-    const remaining = burst.filter((r) => r.status === 200).map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b);
+    const remaining = burst
+      .filter((r) => r.status === 200)
+      .map((r) => Number(r.headers.get('x-ratelimit-remaining')))
+      .sort((a, b) => a - b);
     expect(remaining).toEqual(Array.from({ length: 120 }, (_, i) => i));
   });
 
@@ -74,7 +77,9 @@ describe('rate limit shared by every server process', () => {
     // A 6-second window of 5 requests behaves as the spec's 60 seconds of 120, ten times faster
     // (and long enough for a busy machine to send both bursts within one window).
     const windowSeconds = 6;
-    const quick = await Promise.all([0, 1].map(() => startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '5', RATE_LIMIT_WINDOW_SECONDS: String(windowSeconds) })));
+    const quick = await Promise.all(
+      [0, 1].map(() => startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '5', RATE_LIMIT_WINDOW_SECONDS: String(windowSeconds) })),
+    );
     try {
       const { readKey } = await createOrgWithKeys(database.db);
       // A burst just before a multiple of the window in Unix time, where a fixed window turns over.

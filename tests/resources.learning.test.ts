@@ -4,7 +4,15 @@ import { resources } from '../db/resources';
 import { buildTestApp } from './support/app';
 import { expectContract } from './support/contract';
 import { createTestDatabase, type TestDatabase } from './support/database';
-import { asCsvCells, client, type LearningResource, learningResources, type Row, seededOrganisation, withoutProgramme } from './support/learning-factories';
+import {
+  asCsvCells,
+  client,
+  type LearningResource,
+  learningResources,
+  type Row,
+  seededOrganisation,
+  withoutProgramme,
+} from './support/learning-factories';
 
 // One organisation of 60 generated learners: every resource has rows in both years.
 let database: TestDatabase;
@@ -109,11 +117,18 @@ describe.each(learningResources)('GET /%s', (resource) => {
 
   it('keeps the rows of the year asked (Paris dates), and of the current year by default', async () => {
     const natural = naturalDate[resource];
-    const [of2025, of2026, byDefault] = [await api.all(resource, 'year=2025'), await api.all(resource, 'year=2026'), await api.all(resource)];
+    const [of2025, of2026, byDefault] = [
+      await api.all(resource, 'year=2025'),
+      await api.all(resource, 'year=2026'),
+      await api.all(resource),
+    ];
     expect(byDefault).toEqual(of2026);
     expect(of2025.length).toBeGreaterThan(0);
     if (!natural) return;
-    for (const [year, rows] of [['2025', of2025], ['2026', of2026]] as const) {
+    for (const [year, rows] of [
+      ['2025', of2025],
+      ['2026', of2026],
+    ] as const) {
       for (const row of rows) {
         const date = natural(row);
         if (date !== null) expect(date.slice(0, 4)).toBe(year);
@@ -162,22 +177,25 @@ describe.each(learningResources)('GET /%s', (resource) => {
     expect(unknown.statusCode).toBe(404);
   });
 
-  it(withoutProgramme.includes(resource) ? 'ignores programme' : 'restricts to one programme by slug, and refuses an unknown slug', async () => {
-    const year = await api.all(resource, 'year=2026');
-    const body = await api.json(`/v1/${resource}?year=2026&limit=1000&programme=excel-intermediaire`);
-    const rows = await api.all(resource, 'year=2026&programme=excel-intermediaire');
-    if (withoutProgramme.includes(resource)) {
-      expect(body.meta.programme).toBeNull();
-      expect(rows).toEqual(year);
-      return;
-    }
-    expect(body.meta.programme).toBe('excel-intermediaire');
-    expect(rows.length).toBeGreaterThan(0);
-    expect(rows).toEqual(year.filter((row) => row.programme_slug === 'excel-intermediaire'));
-    const unknown = await api.get(`/v1/${resource}?programme=cuisine-moleculaire`);
-    expect(unknown.statusCode).toBe(400);
-    expect(unknown.json().error).toMatch(/programme/);
-  });
+  it(
+    withoutProgramme.includes(resource) ? 'ignores programme' : 'restricts to one programme by slug, and refuses an unknown slug',
+    async () => {
+      const year = await api.all(resource, 'year=2026');
+      const body = await api.json(`/v1/${resource}?year=2026&limit=1000&programme=excel-intermediaire`);
+      const rows = await api.all(resource, 'year=2026&programme=excel-intermediaire');
+      if (withoutProgramme.includes(resource)) {
+        expect(body.meta.programme).toBeNull();
+        expect(rows).toEqual(year);
+        return;
+      }
+      expect(body.meta.programme).toBe('excel-intermediaire');
+      expect(rows.length).toBeGreaterThan(0);
+      expect(rows).toEqual(year.filter((row) => row.programme_slug === 'excel-intermediaire'));
+      const unknown = await api.get(`/v1/${resource}?programme=cuisine-moleculaire`);
+      expect(unknown.statusCode).toBe(400);
+      expect(unknown.json().error).toMatch(/programme/);
+    },
+  );
 
   it('works over at most AGGREGATION_CAP rows organisation-wide and says so', async () => {
     const year = await api.all(resource, 'year=2026');

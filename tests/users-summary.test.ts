@@ -18,10 +18,32 @@ beforeAll(async () => {
   const db = database.db;
   await addLicences(db, org.orgId, 'standard', 3);
   await addLicences(db, org.orgId, 'tutorat', 2);
-  await addLearner(db, org.orgId, { email: 'bea@exemple.fr', name: 'Béatrice "Béa" Durand, fille', at: '2026-02-10 09:00', licence: { type: 'standard', status: 'activée' } });
-  await addLearner(db, org.orgId, { email: 'alain@exemple.fr', name: 'Alain Petit', at: '2026-02-10 09:00', licence: { type: 'tutorat', status: 'attribuée' } });
-  await addLearner(db, org.orgId, { email: 'chloe@exemple.fr', name: null, status: 'invité', at: '2026-01-05 23:30', licence: { type: 'standard', status: 'attribuée' } });
-  await addLearner(db, org.orgId, { email: 'david@exemple.fr', name: 'David Roux', status: 'suspendu', at: '2025-12-31 23:30', licence: { type: 'standard', status: 'révoquée' } });
+  await addLearner(db, org.orgId, {
+    email: 'bea@exemple.fr',
+    name: 'Béatrice "Béa" Durand, fille',
+    at: '2026-02-10 09:00',
+    licence: { type: 'standard', status: 'activée' },
+  });
+  await addLearner(db, org.orgId, {
+    email: 'alain@exemple.fr',
+    name: 'Alain Petit',
+    at: '2026-02-10 09:00',
+    licence: { type: 'tutorat', status: 'attribuée' },
+  });
+  await addLearner(db, org.orgId, {
+    email: 'chloe@exemple.fr',
+    name: null,
+    status: 'invité',
+    at: '2026-01-05 23:30',
+    licence: { type: 'standard', status: 'attribuée' },
+  });
+  await addLearner(db, org.orgId, {
+    email: 'david@exemple.fr',
+    name: 'David Roux',
+    status: 'suspendu',
+    at: '2025-12-31 23:30',
+    licence: { type: 'standard', status: 'révoquée' },
+  });
   zoeId = (await addLearner(db, org.orgId, { email: 'zoe@exemple.fr', name: '=SOMME(A1)', at: '2026-06-01 12:00', licence: null })).userId;
   // The other organisation has a learner too, with an address of its own and one shared.
   await addLearner(db, other.orgId, { email: 'secret@autre.fr', name: 'Secret', at: '2026-01-01 10:00' });
@@ -45,10 +67,38 @@ describe('GET /users', () => {
     expect(body.meta).not.toHaveProperty('learner');
     expect(body.pagination).toEqual({ limit: 100, offset: 0, count: 5, total: 5, has_more: false });
     expect(body.data).toEqual([
-      { nom: 'David Roux', email: 'david@exemple.fr', statut: 'suspendu', licence_type: 'standard', licence_statut: 'révoquée', inscrit_le: '2025-12-31' },
-      { nom: null, email: 'chloe@exemple.fr', statut: 'invité', licence_type: 'standard', licence_statut: 'attribuée', inscrit_le: '2026-01-05' },
-      { nom: 'Alain Petit', email: 'alain@exemple.fr', statut: 'actif', licence_type: 'tutorat', licence_statut: 'attribuée', inscrit_le: '2026-02-10' },
-      { nom: 'Béatrice "Béa" Durand, fille', email: 'bea@exemple.fr', statut: 'actif', licence_type: 'standard', licence_statut: 'activée', inscrit_le: '2026-02-10' },
+      {
+        nom: 'David Roux',
+        email: 'david@exemple.fr',
+        statut: 'suspendu',
+        licence_type: 'standard',
+        licence_statut: 'révoquée',
+        inscrit_le: '2025-12-31',
+      },
+      {
+        nom: null,
+        email: 'chloe@exemple.fr',
+        statut: 'invité',
+        licence_type: 'standard',
+        licence_statut: 'attribuée',
+        inscrit_le: '2026-01-05',
+      },
+      {
+        nom: 'Alain Petit',
+        email: 'alain@exemple.fr',
+        statut: 'actif',
+        licence_type: 'tutorat',
+        licence_statut: 'attribuée',
+        inscrit_le: '2026-02-10',
+      },
+      {
+        nom: 'Béatrice "Béa" Durand, fille',
+        email: 'bea@exemple.fr',
+        statut: 'actif',
+        licence_type: 'standard',
+        licence_statut: 'activée',
+        inscrit_le: '2026-02-10',
+      },
       { nom: '=SOMME(A1)', email: 'zoe@exemple.fr', statut: 'actif', licence_type: null, licence_statut: null, inscrit_le: '2026-06-01' },
     ]);
     expect(Object.keys(body.data[0])).toEqual(['nom', 'email', 'statut', 'licence_type', 'licence_statut', 'inscrit_le']);
@@ -125,15 +175,17 @@ describe('GET /users', () => {
     expect(response.headers['x-ratelimit-limit']).toBe('120');
     const bytes = response.rawPayload;
     expect([...bytes.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
-    expect(bytes.subarray(3).toString('utf8')).toBe([
-      'nom,email,statut,licence_type,licence_statut,inscrit_le',
-      'David Roux,david@exemple.fr,suspendu,standard,révoquée,2025-12-31',
-      ',chloe@exemple.fr,invité,standard,attribuée,2026-01-05',
-      'Alain Petit,alain@exemple.fr,actif,tutorat,attribuée,2026-02-10',
-      '"Béatrice ""Béa"" Durand, fille",bea@exemple.fr,actif,standard,activée,2026-02-10',
-      `"'=SOMME(A1)",zoe@exemple.fr,actif,,,2026-06-01`,
-      '',
-    ].join('\r\n'));
+    expect(bytes.subarray(3).toString('utf8')).toBe(
+      [
+        'nom,email,statut,licence_type,licence_statut,inscrit_le',
+        'David Roux,david@exemple.fr,suspendu,standard,révoquée,2025-12-31',
+        ',chloe@exemple.fr,invité,standard,attribuée,2026-01-05',
+        'Alain Petit,alain@exemple.fr,actif,tutorat,attribuée,2026-02-10',
+        '"Béatrice ""Béa"" Durand, fille",bea@exemple.fr,actif,standard,activée,2026-02-10',
+        `"'=SOMME(A1)",zoe@exemple.fr,actif,,,2026-06-01`,
+        '',
+      ].join('\r\n'),
+    );
   });
 });
 
@@ -159,7 +211,9 @@ describe('GET /summary', () => {
     expect(one.data.utilisateurs).toEqual({ total: 1, actifs: 1 });
     expect(one.data.licences.standard).toEqual({ total: 1, disponibles: 0, utilisees: 1 });
     const csv = (await get('/v1/summary?format=csv')).rawPayload.subarray(3).toString('utf8');
-    expect(csv).toBe('utilisateurs.total,utilisateurs.actifs,licences.standard.total,licences.standard.disponibles,'
-      + 'licences.standard.utilisees,licences.tutorat.total,licences.tutorat.disponibles,licences.tutorat.utilisees\r\n5,3,6,3,3,3,2,1\r\n');
+    expect(csv).toBe(
+      'utilisateurs.total,utilisateurs.actifs,licences.standard.total,licences.standard.disponibles,' +
+        'licences.standard.utilisees,licences.tutorat.total,licences.tutorat.disponibles,licences.tutorat.utilisees\r\n5,3,6,3,3,3,2,1\r\n',
+    );
   });
 });

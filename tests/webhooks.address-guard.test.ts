@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { checkWebhookUrl, checkWebhookUrlForm, forbiddenAddressReason, guardedLookup, WebhookAddressError } from '../src/webhooks/address-guard';
+import {
+  checkWebhookUrl,
+  checkWebhookUrlForm,
+  forbiddenAddressReason,
+  guardedLookup,
+  WebhookAddressError,
+} from '../src/webhooks/address-guard';
 
 const strict = { allowLoopback: false };
 const development = { allowLoopback: true };
@@ -7,10 +13,34 @@ const development = { allowLoopback: true };
 describe('the webhook address guard (SSRF)', () => {
   it('refuses private, link-local, metadata, reserved and loopback addresses, in every spelling', () => {
     const refused = [
-      '10.0.0.1', '10.255.255.255', '172.16.0.1', '172.31.255.254', '192.168.1.10', '100.64.0.1', '169.254.169.254', '169.254.0.1',
-      '0.0.0.0', '0.1.2.3', '192.0.0.170', '198.18.0.1', '224.0.0.1', '255.255.255.255', '192.0.2.1', '203.0.113.5',
-      'fc00::1', 'fd00:ec2::254', 'fe80::1', 'ff02::1', '::', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '::ffff:a9fe:a9fe',
-      '64:ff9b::a9fe:a9fe', '64:ff9b::10.1.2.3', '2002:a9fe:a9fe::1', '2001:db8::1',
+      '10.0.0.1',
+      '10.255.255.255',
+      '172.16.0.1',
+      '172.31.255.254',
+      '192.168.1.10',
+      '100.64.0.1',
+      '169.254.169.254',
+      '169.254.0.1',
+      '0.0.0.0',
+      '0.1.2.3',
+      '192.0.0.170',
+      '198.18.0.1',
+      '224.0.0.1',
+      '255.255.255.255',
+      '192.0.2.1',
+      '203.0.113.5',
+      'fc00::1',
+      'fd00:ec2::254',
+      'fe80::1',
+      'ff02::1',
+      '::',
+      '::ffff:10.0.0.1',
+      '::ffff:169.254.169.254',
+      '::ffff:a9fe:a9fe',
+      '64:ff9b::a9fe:a9fe',
+      '64:ff9b::10.1.2.3',
+      '2002:a9fe:a9fe::1',
+      '2001:db8::1',
     ];
     for (const address of refused) {
       expect(forbiddenAddressReason(address, strict), address).toMatch(/privée, locale, réservée ou de métadonnées/);
@@ -24,13 +54,23 @@ describe('the webhook address guard (SSRF)', () => {
   });
 
   it('lets public addresses through', () => {
-    for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '2a00:1450:4007:80e::200e', '64:ff9b::808:808']) {
+    for (const address of [
+      '93.184.216.34',
+      '8.8.8.8',
+      '172.32.0.1',
+      '100.128.0.1',
+      '2606:4700:4700::1111',
+      '2a00:1450:4007:80e::200e',
+      '64:ff9b::808:808',
+    ]) {
       expect(forbiddenAddressReason(address, strict), address).toBeNull();
     }
   });
 
   it('checks the form of a URL: https only (http in development), no credentials, IP literals in any notation', () => {
-    expect(checkWebhookUrlForm('https://hooks.exemple.fr/recevoir?x=1', { allowInsecure: false }).href).toBe('https://hooks.exemple.fr/recevoir?x=1');
+    expect(checkWebhookUrlForm('https://hooks.exemple.fr/recevoir?x=1', { allowInsecure: false }).href).toBe(
+      'https://hooks.exemple.fr/recevoir?x=1',
+    );
     const refusals: [string, boolean, RegExp][] = [
       ['http://hooks.exemple.fr/', false, /https/],
       ['ftp://hooks.exemple.fr/', true, /https/],

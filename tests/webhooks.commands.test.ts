@@ -21,7 +21,8 @@ beforeAll(async () => {
   orgId = (await createOrgWithKeys(database.db)).orgId;
   receiver = await startWebhookReceiver();
   worker = await startWebhookDelivery({
-    connectionString: database.url, db: database.db,
+    connectionString: database.url,
+    db: database.db,
     config: testConfig({ webhookAllowInsecure: true, webhookRetryDelaysSeconds: [0.2, 0.2, 0.2, 0.2, 0.2] }),
   });
 });
@@ -35,14 +36,40 @@ const enrolled = () => ({ orgId, type: 'learner.enrolled' as const, data: { lear
 
 describe('webhook commands', () => {
   it('create, list, ping, deliveries, disable, enable, replay and rotate-secret', async () => {
-    const created = await admin(database.url, ['webhook', 'create', '--org', orgId, '--url', receiver.url, '--events', 'learner.enrolled,quiz.completed']);
-    expect(created).toEqual({ id: expect.any(String), secret: expect.stringMatching(/^whsec_[\w-]{43}$/), url: receiver.url, events: ['learner.enrolled', 'quiz.completed'] });
+    const created = await admin(database.url, [
+      'webhook',
+      'create',
+      '--org',
+      orgId,
+      '--url',
+      receiver.url,
+      '--events',
+      'learner.enrolled,quiz.completed',
+    ]);
+    expect(created).toEqual({
+      id: expect.any(String),
+      secret: expect.stringMatching(/^whsec_[\w-]{43}$/),
+      url: receiver.url,
+      events: ['learner.enrolled', 'quiz.completed'],
+    });
     const all = await admin(database.url, ['webhook', 'create', '--org', orgId, '--url', `${receiver.url}?tous`]);
-    expect(all.events).toEqual(['quiz.completed', 'course.started', 'programme.completed', 'learner.enrolled', 'learner.activated', 'satisfaction.submitted']);
+    expect(all.events).toEqual([
+      'quiz.completed',
+      'course.started',
+      'programme.completed',
+      'learner.enrolled',
+      'learner.activated',
+      'satisfaction.submitted',
+    ]);
 
     const listed = await admin(database.url, ['webhook', 'list', '--org', orgId]);
     expect(listed.endpoints.map((e: { id: string }) => e.id)).toEqual([created.id, all.id]);
-    expect(listed.endpoints[0]).toMatchObject({ url: receiver.url, enabled: true, consecutive_failures: 0, previous_secret_valid_until: null });
+    expect(listed.endpoints[0]).toMatchObject({
+      url: receiver.url,
+      enabled: true,
+      consecutive_failures: 0,
+      previous_secret_valid_until: null,
+    });
     expect(JSON.stringify(listed)).not.toContain(created.secret);
     expect(JSON.stringify(listed)).not.toContain('whsec_');
 
@@ -50,17 +77,37 @@ describe('webhook commands', () => {
     expect(ping).toEqual({ endpoint: created.id, event_id: expect.any(String), delivery_id: expect.any(String) });
     await receiver.waitFor((r) => r.some((x) => x.deliveryId === ping.delivery_id));
     const pinged = receiver.received.find((x) => x.deliveryId === ping.delivery_id)!;
-    expect(verifyWebhook(pinged.rawBody, pinged.headers['x-service-signature'], created.secret)).toMatchObject({ id: ping.event_id, type: 'ping' });
+    expect(verifyWebhook(pinged.rawBody, pinged.headers['x-service-signature'], created.secret)).toMatchObject({
+      id: ping.event_id,
+      type: 'ping',
+    });
 
     const log = await admin(database.url, ['webhook', 'deliveries', '--id', created.id]);
-    expect(log.deliveries).toEqual([expect.objectContaining({
-      id: ping.delivery_id, event_id: ping.event_id, event: 'ping', status: 'delivered', attempt_count: 1,
-      attempts: [expect.objectContaining({ status_code: 200, succeeded: true, duration_ms: expect.any(Number), error: null, response_excerpt: 'ok' })],
-    })]);
+    expect(log.deliveries).toEqual([
+      expect.objectContaining({
+        id: ping.delivery_id,
+        event_id: ping.event_id,
+        event: 'ping',
+        status: 'delivered',
+        attempt_count: 1,
+        attempts: [
+          expect.objectContaining({
+            status_code: 200,
+            succeeded: true,
+            duration_ms: expect.any(Number),
+            error: null,
+            response_excerpt: 'ok',
+          }),
+        ],
+      }),
+    ]);
     expect((await admin(database.url, ['webhook', 'deliveries', '--id', created.id, '--status', 'dead'])).deliveries).toEqual([]);
 
     // Disabled: an event makes no delivery; a ping waits for the endpoint to come back.
-    expect(await admin(database.url, ['webhook', 'disable', '--id', created.id])).toMatchObject({ enabled: false, disabled_reason: 'operator' });
+    expect(await admin(database.url, ['webhook', 'disable', '--id', created.id])).toMatchObject({
+      enabled: false,
+      disabled_reason: 'operator',
+    });
     await recordEvent(database.db, enrolled());
     const waiting = await admin(database.url, ['webhook', 'ping', '--id', created.id]);
     expect(waiting.note).toMatch(/désactivé/);
@@ -70,7 +117,11 @@ describe('webhook commands', () => {
     await receiver.waitFor((r) => r.some((x) => x.deliveryId === waiting.delivery_id));
 
     const sent = receiver.received.filter((x) => x.deliveryId === ping.delivery_id).length;
-    expect(await admin(database.url, ['webhook', 'replay', '--delivery', ping.delivery_id])).toEqual({ id: ping.delivery_id, endpoint: created.id, status: 'pending' });
+    expect(await admin(database.url, ['webhook', 'replay', '--delivery', ping.delivery_id])).toEqual({
+      id: ping.delivery_id,
+      endpoint: created.id,
+      status: 'pending',
+    });
     await receiver.waitFor((r) => r.filter((x) => x.deliveryId === ping.delivery_id).length === sent + 1);
 
     const rotated = await admin(database.url, ['webhook', 'rotate-secret', '--id', created.id]);
@@ -82,14 +133,19 @@ describe('webhook commands', () => {
     for (const secret of [created.secret, rotated.secret]) {
       expect(verifyWebhook(signed.rawBody, signed.headers['x-service-signature'], secret).type).toBe('ping');
     }
-    expect((await admin(database.url, ['webhook', 'list', '--org', orgId])).endpoints[0].previous_secret_valid_until).toBe(rotated.previous_secret_valid_until);
+    expect((await admin(database.url, ['webhook', 'list', '--org', orgId])).endpoints[0].previous_secret_valid_until).toBe(
+      rotated.previous_secret_valid_until,
+    );
   }, 120_000);
 
   it('refuse unsafe addresses and bad arguments with a clear message and exit code 2', async () => {
     const missing = '00000000-0000-4000-8000-000000000000';
     const cases: [string[], RegExp][] = [
       [['webhook', 'create', '--org', orgId, '--url', 'http://10.1.2.3/hooks'], /Adresse refusée : 10\.1\.2\.3 : adresse privée/],
-      [['webhook', 'create', '--org', orgId, '--url', 'http://169.254.169.254/latest/meta-data'], /adresse privée, locale, réservée ou de métadonnées/],
+      [
+        ['webhook', 'create', '--org', orgId, '--url', 'http://169.254.169.254/latest/meta-data'],
+        /adresse privée, locale, réservée ou de métadonnées/,
+      ],
       [['webhook', 'create', '--org', orgId, '--url', 'http://[fd00:ec2::254]/'], /Adresse refusée/],
       [['webhook', 'create', '--org', orgId, '--url', 'https://user:pw@exemple.fr/'], /identifiants/],
       [['webhook', 'create', '--org', orgId, '--url', 'ftp://exemple.fr/'], /https/],
@@ -106,18 +162,26 @@ describe('webhook commands', () => {
     ];
     // A few at a time: each is a process of its own.
     for (let start = 0; start < cases.length; start += 4) {
-      await Promise.all(cases.slice(start, start + 4).map(async ([args, message]) => {
-        const failure = await adminFailure(database.url, args);
-        expect(failure.code, args.join(' ')).toBe(2);
-        expect(failure.stderr, args.join(' ')).toMatch(message);
-      }));
+      await Promise.all(
+        cases.slice(start, start + 4).map(async ([args, message]) => {
+          const failure = await adminFailure(database.url, args);
+          expect(failure.code, args.join(' ')).toBe(2);
+          expect(failure.stderr, args.join(' ')).toMatch(message);
+        }),
+      );
     }
     // Without the development allowance: https only, and no loopback.
     process.env.WEBHOOK_ALLOW_INSECURE = '0';
     try {
-      expect((await adminFailure(database.url, ['webhook', 'create', '--org', orgId, '--url', receiver.url])).stderr).toMatch(/doit être en https/);
-      expect((await adminFailure(database.url, ['webhook', 'create', '--org', orgId, '--url', 'https://127.0.0.1/'])).stderr).toMatch(/loopback/);
-      expect((await adminFailure(database.url, ['webhook', 'create', '--org', orgId, '--url', 'https://localhost/'])).stderr).toMatch(/localhost se résout en .*loopback/);
+      expect((await adminFailure(database.url, ['webhook', 'create', '--org', orgId, '--url', receiver.url])).stderr).toMatch(
+        /doit être en https/,
+      );
+      expect((await adminFailure(database.url, ['webhook', 'create', '--org', orgId, '--url', 'https://127.0.0.1/'])).stderr).toMatch(
+        /loopback/,
+      );
+      expect((await adminFailure(database.url, ['webhook', 'create', '--org', orgId, '--url', 'https://localhost/'])).stderr).toMatch(
+        /localhost se résout en .*loopback/,
+      );
     } finally {
       process.env.WEBHOOK_ALLOW_INSECURE = '1';
     }

@@ -2,7 +2,16 @@ import { sql } from 'kysely';
 import Stripe from 'stripe';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { recordEvent } from '../db/webhooks';
-import { createEndpoint, disableEndpoint, enableEndpoint, findEndpoint, listDeliveries, queuePing, replayDelivery, rotateEndpointSecret } from '../db/webhooks';
+import {
+  createEndpoint,
+  disableEndpoint,
+  enableEndpoint,
+  findEndpoint,
+  listDeliveries,
+  queuePing,
+  replayDelivery,
+  rotateEndpointSecret,
+} from '../db/webhooks';
 import type { Config } from '../src/config';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { verifyWebhook } from '../src/webhooks/verify';
@@ -34,7 +43,8 @@ afterAll(async () => {
 /** A worker on the test database, with a schedule in seconds. */
 async function startWorker(overrides: Partial<Config> = {}) {
   running.worker = await startWebhookDelivery({
-    connectionString: database.url, db: database.db,
+    connectionString: database.url,
+    db: database.db,
     config: testConfig({ webhookAllowInsecure: true, webhookRetryDelaysSeconds: [1, 1, 1, 1, 1], webhookTimeoutMs: 2000, ...overrides }),
   });
   return running.worker;
@@ -52,7 +62,11 @@ async function newEndpoint(url: string, eventTypes = ['learner.enrolled', 'quiz.
 }
 
 const learner = { user_id: '0f8c2d4e-6a1b-4c3d-8e9f-1a2b3c4d5e6f', email: 'claire.martin@exemple.fr', name: 'Claire Martin' };
-const enrolled = (email = learner.email) => ({ orgId, type: 'learner.enrolled' as const, data: { learner: { ...learner, email }, status: 'active' as const, programmes: [] } });
+const enrolled = (email = learner.email) => ({
+  orgId,
+  type: 'learner.enrolled' as const,
+  data: { learner: { ...learner, email }, status: 'active' as const, programmes: [] },
+});
 
 async function deliveriesOf(endpointId: string) {
   return listDeliveries(database.db, endpointId, { limit: 1000 });
@@ -69,11 +83,19 @@ describe('a delivery', () => {
 
     expect(request!.headers['content-type']).toBe('application/json');
     expect(request!.headers['x-service-event']).toBe('learner.enrolled');
-    const [delivery] = await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.status === 'delivered');
+    const [delivery] = await eventually(
+      () => deliveriesOf(endpoint.id),
+      (d) => d[0]?.status === 'delivered',
+    );
     expect(request!.headers['x-service-delivery']).toBe(delivery!.id);
     expect(request!.rawBody).toBe(event.body);
     const body = JSON.parse(request!.rawBody);
-    expect(body).toEqual({ id: event.id, type: 'learner.enrolled', created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+0[12]:00$/), data: enrolled().data });
+    expect(body).toEqual({
+      id: event.id,
+      type: 'learner.enrolled',
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+0[12]:00$/),
+      data: enrolled().data,
+    });
 
     const header = String(request!.headers['x-service-signature']);
     expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
@@ -82,7 +104,9 @@ describe('a delivery', () => {
     // An independent implementation of the same scheme agrees.
     expect(stripe.webhooks.constructEvent(request!.rawBody, header, endpoint.secret).id).toBe(event.id);
 
-    expect(delivery!.attempts).toEqual([expect.objectContaining({ status_code: 200, succeeded: true, error: null, response_excerpt: 'ok' })]);
+    expect(delivery!.attempts).toEqual([
+      expect.objectContaining({ status_code: 200, succeeded: true, error: null, response_excerpt: 'ok' }),
+    ]);
   });
 
   it('goes only to enabled endpoints of the organisation subscribed to the type', async () => {
@@ -93,13 +117,18 @@ describe('a delivery', () => {
     const disabled = await newEndpoint(`${receiver.url}?c`, ['learner.enrolled']);
     await disableEndpoint(database.db, disabled.id);
     const otherOrg = await createOrgWithKeys(database.db, { name: 'Autre' });
-    const foreign = await createEndpoint(database.db, { orgId: otherOrg.orgId, url: `${receiver.url}?d`, secret: generateWebhookSecret(), eventTypes: ['learner.enrolled'] });
+    const foreign = await createEndpoint(database.db, {
+      orgId: otherOrg.orgId,
+      url: `${receiver.url}?d`,
+      secret: generateWebhookSecret(),
+      eventTypes: ['learner.enrolled'],
+    });
 
     await recordEvent(database.db, enrolled('a@exemple.fr'));
     await receiver.waitFor((r) => r.length >= 1);
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(receiver.received).toHaveLength(1);
-    expect((await deliveriesOf(subscribed.id))).toHaveLength(1);
+    expect(await deliveriesOf(subscribed.id)).toHaveLength(1);
     for (const endpoint of [other, disabled, foreign]) expect(await deliveriesOf(endpoint.id)).toEqual([]);
   });
 });
@@ -118,10 +147,15 @@ describe('retries', () => {
     expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(1000);
     expect(third!.receivedAt - second!.receivedAt).toBeGreaterThanOrEqual(2000);
 
-    const [delivery] = await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.status === 'delivered');
+    const [delivery] = await eventually(
+      () => deliveriesOf(endpoint.id),
+      (d) => d[0]?.status === 'delivered',
+    );
     expect(delivery!.attempt_count).toBe(3);
     expect(delivery!.attempts.map((a) => [a.status_code, a.succeeded, a.error])).toEqual([
-      [503, false, 'réponse HTTP 503'], [503, false, 'réponse HTTP 503'], [204, true, null],
+      [503, false, 'réponse HTTP 503'],
+      [503, false, 'réponse HTTP 503'],
+      [204, true, null],
     ]);
     expect(delivery!.attempts[0]!.response_excerpt).toBe('indisponible');
     expect((await findEndpoint(database.db, endpoint.id))!.consecutive_failures).toBe(0);
@@ -132,7 +166,10 @@ describe('retries', () => {
     const receiver = await startReceiver(() => ({ status: 500 }));
     const endpoint = await newEndpoint(receiver.url);
     await recordEvent(database.db, enrolled());
-    const [delivery] = await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.status === 'dead');
+    const [delivery] = await eventually(
+      () => deliveriesOf(endpoint.id),
+      (d) => d[0]?.status === 'dead',
+    );
     expect(delivery!.attempt_count).toBe(6);
     expect(delivery!.attempts).toHaveLength(6);
     expect(delivery!.dead_at).not.toBeNull();
@@ -145,8 +182,14 @@ describe('retries', () => {
     const receiver = await startReceiver((_request, index) => ({ status: 200, delayMs: index === 0 ? 1500 : 0 }));
     const endpoint = await newEndpoint(receiver.url);
     await recordEvent(database.db, enrolled());
-    const [delivery] = await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.status === 'delivered');
-    expect(delivery!.attempts.map((a) => [a.status_code, a.succeeded])).toEqual([[null, false], [200, true]]);
+    const [delivery] = await eventually(
+      () => deliveriesOf(endpoint.id),
+      (d) => d[0]?.status === 'delivered',
+    );
+    expect(delivery!.attempts.map((a) => [a.status_code, a.succeeded])).toEqual([
+      [null, false],
+      [200, true],
+    ]);
     expect(delivery!.attempts[0]!.error).toBe('délai de réponse dépassé (300 ms)');
     expect(delivery!.attempts[0]!.duration_ms).toBeLessThan(1500);
   });
@@ -161,7 +204,10 @@ describe('an endpoint', () => {
     await recordEvent(database.db, enrolled('un@exemple.fr'));
     await recordEvent(database.db, enrolled('deux@exemple.fr'));
 
-    const disabled = await eventually(() => findEndpoint(database.db, endpoint.id), (e) => e!.enabled === false);
+    const disabled = await eventually(
+      () => findEndpoint(database.db, endpoint.id),
+      (e) => e!.enabled === false,
+    );
     expect(disabled).toMatchObject({ disabled_reason: 'failures', disabled_at: expect.any(Date) });
     // Attempts of one batch may land together: the count reaches the threshold, or passes it.
     expect(disabled!.consecutive_failures).toBeGreaterThanOrEqual(3);
@@ -177,7 +223,10 @@ describe('an endpoint', () => {
     healthy = true;
     const enabled = await enableEndpoint(database.db, endpoint.id);
     expect(enabled).toMatchObject({ enabled: true, consecutive_failures: 0, disabled_reason: null, resumed_deliveries: 2 });
-    const deliveries = await eventually(() => deliveriesOf(endpoint.id), (d) => d.every((x) => x.status === 'delivered'));
+    const deliveries = await eventually(
+      () => deliveriesOf(endpoint.id),
+      (d) => d.every((x) => x.status === 'delivered'),
+    );
     expect(deliveries.map((d) => d.attempts.at(-1)!.succeeded)).toEqual([true, true]);
   });
 
@@ -190,7 +239,10 @@ describe('an endpoint', () => {
       await recordEvent(database.db, enrolled(email));
       await receiver.waitFor((r) => r.length === 2 * (i + 1));
     }
-    await eventually(() => deliveriesOf(endpoint.id), (d) => d.length === 3 && d.every((x) => x.status === 'delivered'));
+    await eventually(
+      () => deliveriesOf(endpoint.id),
+      (d) => d.length === 3 && d.every((x) => x.status === 'delivered'),
+    );
     // Three failures in all, as many as the threshold, but never two in a row: still enabled.
     expect(await findEndpoint(database.db, endpoint.id)).toMatchObject({ enabled: true, consecutive_failures: 0 });
   });
@@ -204,8 +256,15 @@ describe('an endpoint', () => {
     const byAddress = await newEndpoint(`https://127.0.0.1:${port}/hooks`);
     await recordEvent(database.db, enrolled());
     for (const endpoint of [byName, byAddress]) {
-      const [delivery] = await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.attempts.length === 1);
-      expect(delivery!.attempts[0]).toMatchObject({ status_code: null, succeeded: false, error: expect.stringMatching(/^adresse refusée : .*loopback/) });
+      const [delivery] = await eventually(
+        () => deliveriesOf(endpoint.id),
+        (d) => d[0]?.attempts.length === 1,
+      );
+      expect(delivery!.attempts[0]).toMatchObject({
+        status_code: null,
+        succeeded: false,
+        error: expect.stringMatching(/^adresse refusée : .*loopback/),
+      });
     }
     expect(receiver.received).toEqual([]);
   });
@@ -223,8 +282,15 @@ describe('operator actions', () => {
     expect(request.event).toBe('ping');
     expect(request.deliveryId).toBe(ping!.deliveryId);
     const body = verifyWebhook(request.rawBody, request.headers['x-service-signature'], endpoint.secret);
-    expect(body).toMatchObject({ id: ping!.eventId, type: 'ping', data: { learner: null, endpoint_id: endpoint.id, message: expect.any(String) } });
-    await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.status === 'delivered' && d[0].event_type === 'ping');
+    expect(body).toMatchObject({
+      id: ping!.eventId,
+      type: 'ping',
+      data: { learner: null, endpoint_id: endpoint.id, message: expect.any(String) },
+    });
+    await eventually(
+      () => deliveriesOf(endpoint.id),
+      (d) => d[0]?.status === 'delivered' && d[0].event_type === 'ping',
+    );
     expect(await deliveriesOf(other.id)).toEqual([]);
   });
 
@@ -234,7 +300,10 @@ describe('operator actions', () => {
     const receiver = await startReceiver(() => ({ status }));
     const endpoint = await newEndpoint(receiver.url);
     await recordEvent(database.db, enrolled());
-    const [delivered] = await eventually(() => deliveriesOf(endpoint.id), (d) => d[0]?.status === 'delivered');
+    const [delivered] = await eventually(
+      () => deliveriesOf(endpoint.id),
+      (d) => d[0]?.status === 'delivered',
+    );
     expect(await replayDelivery(database.db, delivered!.id)).toEqual({ id: delivered!.id, replayed: true, status: 'pending' });
     await receiver.waitFor((r) => r.length === 2);
     expect(receiver.received[1]!.deliveryId).toBe(delivered!.id);
@@ -242,16 +311,24 @@ describe('operator actions', () => {
 
     status = 500;
     await recordEvent(database.db, enrolled('autre@exemple.fr'));
-    const dead = await eventually(() => deliveriesOf(endpoint.id), (d) => d.some((x) => x.status === 'dead'));
+    const dead = await eventually(
+      () => deliveriesOf(endpoint.id),
+      (d) => d.some((x) => x.status === 'dead'),
+    );
     const deadOne = dead.find((d) => d.status === 'dead')!;
     status = 200;
     await replayDelivery(database.db, deadOne.id);
-    const after = await eventually(() => deliveriesOf(endpoint.id), (d) => d.find((x) => x.id === deadOne.id)!.status === 'delivered');
+    const after = await eventually(
+      () => deliveriesOf(endpoint.id),
+      (d) => d.find((x) => x.id === deadOne.id)!.status === 'delivered',
+    );
     const replayed = after.find((d) => d.id === deadOne.id)!;
     expect(replayed).toMatchObject({ attempt_count: 1, replay_count: 1, dead_at: null });
     expect(replayed.attempts).toHaveLength(7);
     // A pending delivery is not replayed (it is already on its way).
-    await sql`update webhook_deliveries set status = 'pending', next_attempt_at = now() + interval '1 hour' where id = ${deadOne.id}`.execute(database.db);
+    await sql`update webhook_deliveries set status = 'pending', next_attempt_at = now() + interval '1 hour' where id = ${deadOne.id}`.execute(
+      database.db,
+    );
     expect(await replayDelivery(database.db, deadOne.id)).toMatchObject({ replayed: false, status: 'pending' });
   });
 
@@ -272,7 +349,9 @@ describe('operator actions', () => {
       expect(stripe.webhooks.constructEvent(during.rawBody, header, secret).type).toBe('learner.enrolled');
     }
 
-    await sql`update webhook_endpoints set previous_secret_expires_at = now() - interval '1 second' where id = ${endpoint.id}`.execute(database.db);
+    await sql`update webhook_endpoints set previous_secret_expires_at = now() - interval '1 second' where id = ${endpoint.id}`.execute(
+      database.db,
+    );
     await recordEvent(database.db, enrolled('apres@exemple.fr'));
     await receiver.waitFor((r) => r.length === 2);
     const after = receiver.received[1]!;

@@ -16,7 +16,10 @@ const receivers: WebhookReceiver[] = [];
 
 // Real server processes (`npm start`'s entry point) with a schedule in seconds.
 const serverEnvironment = {
-  WEBHOOK_ALLOW_INSECURE: '1', WEBHOOK_RETRY_DELAYS: '0.5,0.5,0.5,0.5,0.5', WEBHOOK_TIMEOUT_MS: '1000', LOG_LEVEL: 'debug',
+  WEBHOOK_ALLOW_INSECURE: '1',
+  WEBHOOK_RETRY_DELAYS: '0.5,0.5,0.5,0.5,0.5',
+  WEBHOOK_TIMEOUT_MS: '1000',
+  LOG_LEVEL: 'debug',
 };
 
 beforeAll(async () => {
@@ -26,7 +29,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   // Only those still running (a killed child has a signalCode and no exitCode).
-  await Promise.all(started.filter((server) => server.child.exitCode === null && server.child.signalCode === null).map((server) => server.stop('SIGKILL')));
+  await Promise.all(
+    started.filter((server) => server.child.exitCode === null && server.child.signalCode === null).map((server) => server.stop('SIGKILL')),
+  );
   await Promise.all(receivers.map((receiver) => receiver.close()));
   await database.drop();
 });
@@ -56,20 +61,35 @@ async function deliveryStates(endpointId: string) {
 
 /** Attempts each server process reports in its (debug) log. */
 function attemptsLogged(server: ServerProcess): number {
-  return server.output().split('\n').filter((line) => line.includes('lot de tentatives'))
+  return server
+    .output()
+    .split('\n')
+    .filter((line) => line.includes('lot de tentatives'))
     .reduce((sum, line) => sum + (JSON.parse(line) as { webhookAttempts: number }).webhookAttempts, 0);
 }
 
 describe('delivery across server processes', () => {
   it('two processes deliver one stream, never sending one delivery twice at the same time', async () => {
     // Slow enough replies that both processes have deliveries in flight together; one in five fails.
-    const receiver = await startWebhookReceiver((_request, index) => ({ status: index % 5 === 0 ? 500 : 200, delayMs: 5 + (index % 7) * 5 }));
+    const receiver = await startWebhookReceiver((_request, index) => ({
+      status: index % 5 === 0 ? 500 : 200,
+      delayMs: 5 + (index % 7) * 5,
+    }));
     receivers.push(receiver);
-    const endpoint = await createEndpoint(database.db, { orgId, url: receiver.url, secret: generateWebhookSecret(), eventTypes: ['learner.enrolled'] });
+    const endpoint = await createEndpoint(database.db, {
+      orgId,
+      url: receiver.url,
+      secret: generateWebhookSecret(),
+      eventTypes: ['learner.enrolled'],
+    });
     const [first, second] = await Promise.all([startServer(), startServer()]);
 
     await recordEvents(400, 'two');
-    const deliveries = await eventually(() => deliveryStates(endpoint.id), (d) => d.length === 400 && d.every((x) => x.status === 'delivered'), 60_000);
+    const deliveries = await eventually(
+      () => deliveryStates(endpoint.id),
+      (d) => d.length === 400 && d.every((x) => x.status === 'delivered'),
+      60_000,
+    );
     expect(receiver.overlaps).toEqual([]);
     // Each delivery reached the receiver, and succeeded exactly once.
     const successes = new Map<string, number>();
@@ -89,7 +109,12 @@ describe('delivery across server processes', () => {
   it('a server killed (kill -9) mid-stream loses nothing: after a restart every delivery completes', async () => {
     const receiver = await startWebhookReceiver(() => ({ status: 200, delayMs: 150 }));
     receivers.push(receiver);
-    const endpoint = await createEndpoint(database.db, { orgId, url: receiver.url, secret: generateWebhookSecret(), eventTypes: ['learner.enrolled'] });
+    const endpoint = await createEndpoint(database.db, {
+      orgId,
+      url: receiver.url,
+      secret: generateWebhookSecret(),
+      eventTypes: ['learner.enrolled'],
+    });
     const server = await startServer();
     await recordEvents(300, 'kill');
     await receiver.waitFor((r) => r.length >= 60, 60_000);
@@ -102,7 +127,11 @@ describe('delivery across server processes', () => {
     expect(leased.rows[0]!.n).toBeGreaterThan(0);
 
     await startServer();
-    const deliveries = await eventually(() => deliveryStates(endpoint.id), (d) => d.every((x) => x.status === 'delivered'), 90_000);
+    const deliveries = await eventually(
+      () => deliveryStates(endpoint.id),
+      (d) => d.every((x) => x.status === 'delivered'),
+      90_000,
+    );
     expect(deliveries).toHaveLength(300);
     const received = new Set(receiver.received.map((r) => r.deliveryId));
     expect(deliveries.filter((d) => !received.has(d.id))).toEqual([]);

@@ -8,7 +8,12 @@ import { verifyWebhook, WebhookSignatureError } from '../src/webhooks/verify';
 import { projectRoot } from './support/server-process';
 
 const stripe = new Stripe('sk_test_unused');
-const body = JSON.stringify({ id: 'b7c1e3a5-9d2f-4b6e-8a1c-3e5f7a9b1d2c', type: 'ping', created_at: '2026-04-15T09:30:00.004+02:00', data: { learner: null, message: 'Ceci est un test — é' } });
+const body = JSON.stringify({
+  id: 'b7c1e3a5-9d2f-4b6e-8a1c-3e5f7a9b1d2c',
+  type: 'ping',
+  created_at: '2026-04-15T09:30:00.004+02:00',
+  data: { learner: null, message: 'Ceci est un test — é' },
+});
 const now = () => Math.floor(Date.now() / 1000);
 
 describe('verifyWebhook (for receivers)', () => {
@@ -55,22 +60,31 @@ describe('verifyWebhook (for receivers)', () => {
   });
 
   it('holds for any body and secret: a signature verifies, and any other byte breaks it', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 300 }), fc.string({ minLength: 1, maxLength: 60 }), fc.nat(), (text, secret, position) => {
-      const raw = JSON.stringify({ text });
-      const header = signatureHeader([secret], now(), raw);
-      expect(() => verifyWebhook(raw, header, secret)).not.toThrow();
-      const index = position % raw.length;
-      const changed = raw.slice(0, index) + (raw[index] === 'x' ? 'y' : 'x') + raw.slice(index + 1);
-      expect(() => verifyWebhook(changed, header, secret)).toThrow(WebhookSignatureError);
-    }));
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'binary', maxLength: 300 }),
+        fc.string({ minLength: 1, maxLength: 60 }),
+        fc.nat(),
+        (text, secret, position) => {
+          const raw = JSON.stringify({ text });
+          const header = signatureHeader([secret], now(), raw);
+          expect(() => verifyWebhook(raw, header, secret)).not.toThrow();
+          const index = position % raw.length;
+          const changed = raw.slice(0, index) + (raw[index] === 'x' ? 'y' : 'x') + raw.slice(index + 1);
+          expect(() => verifyWebhook(changed, header, secret)).toThrow(WebhookSignatureError);
+        },
+      ),
+    );
   });
 
   it('the README’s few lines of Node verify the same way', () => {
     const readme = readFileSync(`${projectRoot}/README.md`, 'utf8');
     const section = readme.slice(readme.indexOf('## Verify a webhook'));
     const code = /```js\n([\s\S]*?)```/.exec(section)![1]!.replace(/^import .*\n/m, '');
-    const verifySignature = new Function('createHmac', 'timingSafeEqual', `${code}\nreturn verifySignature;`)(createHmac, timingSafeEqual) as
-      (raw: string, header: string | undefined, secret: string) => boolean;
+    const verifySignature = new Function('createHmac', 'timingSafeEqual', `${code}\nreturn verifySignature;`)(
+      createHmac,
+      timingSafeEqual,
+    ) as (raw: string, header: string | undefined, secret: string) => boolean;
     const [previous, current] = [generateWebhookSecret(), generateWebhookSecret()];
     expect(verifySignature(body, signatureHeader([current, previous], now(), body), previous)).toBe(true);
     expect(verifySignature(body, signatureHeader([current], now(), body), current)).toBe(true);

@@ -10,7 +10,8 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   // What a learner's enrolment summary needs, kept up to date by a trigger on lesson_progress so
   // the `enrollments` natural date can be indexed.
-  await db.schema.alterTable('programme_enrolments')
+  await db.schema
+    .alterTable('programme_enrolments')
     .addColumn('lessons_viewed', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('first_visit_at', 'timestamptz')
     .addColumn('last_visit_at', 'timestamptz')
@@ -90,8 +91,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('first_visit_at', 'timestamptz', (c) => c.notNull())
     .addColumn('last_visit_at', 'timestamptz', (c) => c.notNull())
     .addUniqueConstraint('lesson_progress_member_lesson_key', ['membership_id', 'lesson_id'])
-    .addForeignKeyConstraint('lesson_progress_enrolment_fkey', ['membership_id', 'programme_id'], 'programme_enrolments', ['membership_id', 'programme_id'], (c) => c.onDelete('cascade'))
-    .addForeignKeyConstraint('lesson_progress_lesson_fkey', ['lesson_id', 'programme_id'], 'lessons', ['id', 'programme_id'], (c) => c.onDelete('cascade'))
+    .addForeignKeyConstraint(
+      'lesson_progress_enrolment_fkey',
+      ['membership_id', 'programme_id'],
+      'programme_enrolments',
+      ['membership_id', 'programme_id'],
+      (c) => c.onDelete('cascade'),
+    )
+    .addForeignKeyConstraint('lesson_progress_lesson_fkey', ['lesson_id', 'programme_id'], 'lessons', ['id', 'programme_id'], (c) =>
+      c.onDelete('cascade'),
+    )
     .addCheckConstraint('lesson_progress_visit_order', sql`last_visit_at >= first_visit_at`)
     .execute();
   await db.schema.createIndex('lesson_progress_enrolment_idx').on('lesson_progress').columns(['membership_id', 'programme_id']).execute();
@@ -111,9 +120,15 @@ export async function up(db: Kysely<any>): Promise<void> {
       where pe.membership_id = k.membership_id and pe.programme_id = k.programme_id;
       return null;
     end $$`.execute(db);
-  for (const [event, table] of [['insert', 'new'], ['update', 'new'], ['delete', 'old']] as const) {
-    await sql.raw(`create trigger lesson_progress_${event}_refresh after ${event} on lesson_progress
-      referencing ${table} table as changed for each statement execute function refresh_enrolment_progress()`).execute(db);
+  for (const [event, table] of [
+    ['insert', 'new'],
+    ['update', 'new'],
+    ['delete', 'old'],
+  ] as const) {
+    await sql
+      .raw(`create trigger lesson_progress_${event}_refresh after ${event} on lesson_progress
+      referencing ${table} table as changed for each statement execute function refresh_enrolment_progress()`)
+      .execute(db);
   }
 
   // Tutoring sessions and attendance. A session may belong to no programme (open sessions).
@@ -127,7 +142,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('planned_minutes', 'integer', (c) => c.notNull().check(sql`planned_minutes >= 0`))
     .addColumn('trainer_name', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('tutoring_sessions_org_start_idx').on('tutoring_sessions').columns(['org_id', 'starts_at', 'title', 'id']).execute();
+  await db.schema
+    .createIndex('tutoring_sessions_org_start_idx')
+    .on('tutoring_sessions')
+    .columns(['org_id', 'starts_at', 'title', 'id'])
+    .execute();
   await db.schema.createIndex('tutoring_sessions_programme_idx').on('tutoring_sessions').columns(['programme_id', 'starts_at']).execute();
 
   // `connected_minutes` is 0 for an absent learner; the tutoring activity interval of a present
@@ -144,7 +163,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('signed_by_trainer', 'boolean', (c) => c.notNull().defaultTo(false))
     .addUniqueConstraint('tutoring_attendance_session_member_key', ['session_id', 'membership_id'])
     .execute();
-  await db.schema.createIndex('tutoring_attendance_member_idx').on('tutoring_attendance').columns(['membership_id', 'session_id']).execute();
+  await db.schema
+    .createIndex('tutoring_attendance_member_idx')
+    .on('tutoring_attendance')
+    .columns(['membership_id', 'session_id'])
+    .execute();
 
   // Activity intervals: the time a learner was active, by kind. Overlaps between kinds are allowed
   // (a lab open during a course); `learners.temps_actif_min` is the length of their union.
@@ -195,13 +218,23 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('passed', 'boolean', (c) => c.notNull())
     .addColumn('completed_at', 'timestamptz', (c) => c.notNull())
     .addUniqueConstraint('quiz_attempts_member_lesson_attempt_key', ['membership_id', 'lesson_id', 'attempt_no'])
-    .addForeignKeyConstraint('quiz_attempts_enrolment_fkey', ['membership_id', 'programme_id'], 'programme_enrolments', ['membership_id', 'programme_id'], (c) => c.onDelete('cascade'))
-    .addForeignKeyConstraint('quiz_attempts_lesson_fkey', ['lesson_id', 'programme_id'], 'lessons', ['id', 'programme_id'], (c) => c.onDelete('cascade'))
+    .addForeignKeyConstraint(
+      'quiz_attempts_enrolment_fkey',
+      ['membership_id', 'programme_id'],
+      'programme_enrolments',
+      ['membership_id', 'programme_id'],
+      (c) => c.onDelete('cascade'),
+    )
+    .addForeignKeyConstraint('quiz_attempts_lesson_fkey', ['lesson_id', 'programme_id'], 'lessons', ['id', 'programme_id'], (c) =>
+      c.onDelete('cascade'),
+    )
     .execute();
   // Order of evaluations and quiz-answers: Paris attempt date, attempt number, the attempt.
   const attemptDay = `((completed_at at time zone 'Europe/Paris')::date)`;
   await sql.raw(`create index quiz_attempts_org_order_idx on quiz_attempts (org_id, ${attemptDay}, attempt_no, id)`).execute(db);
-  await sql.raw(`create index quiz_attempts_programme_order_idx on quiz_attempts (programme_id, ${attemptDay}, attempt_no, id)`).execute(db);
+  await sql
+    .raw(`create index quiz_attempts_programme_order_idx on quiz_attempts (programme_id, ${attemptDay}, attempt_no, id)`)
+    .execute(db);
   await sql.raw(`create index quiz_attempts_member_order_idx on quiz_attempts (membership_id, ${attemptDay}, attempt_no, id)`).execute(db);
 
   await db.schema
@@ -231,7 +264,13 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('issued_at', 'timestamptz', (c) => c.notNull())
     .addColumn('hours', sql`numeric(6, 1)`, (c) => c.notNull().check(sql`hours >= 0`))
     .addColumn('completion_score', 'integer', (c) => c.check(sql`completion_score between 0 and 100`))
-    .addForeignKeyConstraint('documents_enrolment_fkey', ['membership_id', 'programme_id'], 'programme_enrolments', ['membership_id', 'programme_id'], (c) => c.onDelete('cascade'))
+    .addForeignKeyConstraint(
+      'documents_enrolment_fkey',
+      ['membership_id', 'programme_id'],
+      'programme_enrolments',
+      ['membership_id', 'programme_id'],
+      (c) => c.onDelete('cascade'),
+    )
     .addCheckConstraint('documents_score_of_certificates', sql`(type = 'Attestation') = (completion_score is not null)`)
     .execute();
   await db.schema.createIndex('documents_org_issued_idx').on('documents').columns(['org_id', 'issued_at', 'id']).execute();
@@ -249,10 +288,24 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('nps', 'integer', (c) => c.notNull().check(sql`nps between 0 and 10`))
     .addColumn('verbatim', 'text')
     .addColumn('answered_at', 'timestamptz', (c) => c.notNull())
-    .addForeignKeyConstraint('satisfaction_surveys_enrolment_fkey', ['membership_id', 'programme_id'], 'programme_enrolments', ['membership_id', 'programme_id'], (c) => c.onDelete('cascade'))
+    .addForeignKeyConstraint(
+      'satisfaction_surveys_enrolment_fkey',
+      ['membership_id', 'programme_id'],
+      'programme_enrolments',
+      ['membership_id', 'programme_id'],
+      (c) => c.onDelete('cascade'),
+    )
     .execute();
-  await db.schema.createIndex('satisfaction_surveys_org_answered_idx').on('satisfaction_surveys').columns(['org_id', 'answered_at', 'id']).execute();
-  await db.schema.createIndex('satisfaction_surveys_member_answered_idx').on('satisfaction_surveys').columns(['membership_id', 'answered_at', 'id']).execute();
+  await db.schema
+    .createIndex('satisfaction_surveys_org_answered_idx')
+    .on('satisfaction_surveys')
+    .columns(['org_id', 'answered_at', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('satisfaction_surveys_member_answered_idx')
+    .on('satisfaction_surveys')
+    .columns(['membership_id', 'answered_at', 'id'])
+    .execute();
 
   // A rating of a tutoring session and its trainer; `session_rating` is null for legacy imports.
   await db.schema
@@ -267,8 +320,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('submitted_at', 'timestamptz', (c) => c.notNull())
     .addUniqueConstraint('tutoring_ratings_session_member_key', ['session_id', 'membership_id'])
     .execute();
-  await db.schema.createIndex('tutoring_ratings_org_submitted_idx').on('tutoring_ratings').columns(['org_id', 'submitted_at', 'id']).execute();
-  await db.schema.createIndex('tutoring_ratings_member_submitted_idx').on('tutoring_ratings').columns(['membership_id', 'submitted_at', 'id']).execute();
+  await db.schema
+    .createIndex('tutoring_ratings_org_submitted_idx')
+    .on('tutoring_ratings')
+    .columns(['org_id', 'submitted_at', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('tutoring_ratings_member_submitted_idx')
+    .on('tutoring_ratings')
+    .columns(['membership_id', 'submitted_at', 'id'])
+    .execute();
 
   await db.schema
     .createTable('lesson_ratings')
@@ -281,20 +342,52 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('comment', 'text')
     .addColumn('submitted_at', 'timestamptz', (c) => c.notNull())
     .addUniqueConstraint('lesson_ratings_member_lesson_key', ['membership_id', 'lesson_id'])
-    .addForeignKeyConstraint('lesson_ratings_enrolment_fkey', ['membership_id', 'programme_id'], 'programme_enrolments', ['membership_id', 'programme_id'], (c) => c.onDelete('cascade'))
-    .addForeignKeyConstraint('lesson_ratings_lesson_fkey', ['lesson_id', 'programme_id'], 'lessons', ['id', 'programme_id'], (c) => c.onDelete('cascade'))
+    .addForeignKeyConstraint(
+      'lesson_ratings_enrolment_fkey',
+      ['membership_id', 'programme_id'],
+      'programme_enrolments',
+      ['membership_id', 'programme_id'],
+      (c) => c.onDelete('cascade'),
+    )
+    .addForeignKeyConstraint('lesson_ratings_lesson_fkey', ['lesson_id', 'programme_id'], 'lessons', ['id', 'programme_id'], (c) =>
+      c.onDelete('cascade'),
+    )
     .execute();
   await db.schema.createIndex('lesson_ratings_org_submitted_idx').on('lesson_ratings').columns(['org_id', 'submitted_at', 'id']).execute();
-  await db.schema.createIndex('lesson_ratings_member_submitted_idx').on('lesson_ratings').columns(['membership_id', 'submitted_at', 'id']).execute();
+  await db.schema
+    .createIndex('lesson_ratings_member_submitted_idx')
+    .on('lesson_ratings')
+    .columns(['membership_id', 'submitted_at', 'id'])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['lesson_ratings', 'tutoring_ratings', 'satisfaction_surveys', 'documents', 'quiz_answers', 'quiz_attempts',
-    'logins', 'activity_intervals', 'tutoring_attendance', 'tutoring_sessions', 'lesson_progress', 'quiz_questions', 'lessons', 'modules', 'courses']) {
+  for (const table of [
+    'lesson_ratings',
+    'tutoring_ratings',
+    'satisfaction_surveys',
+    'documents',
+    'quiz_answers',
+    'quiz_attempts',
+    'logins',
+    'activity_intervals',
+    'tutoring_attendance',
+    'tutoring_sessions',
+    'lesson_progress',
+    'quiz_questions',
+    'lessons',
+    'modules',
+    'courses',
+  ]) {
     await db.schema.dropTable(table).ifExists().execute();
   }
   await sql`drop function if exists refresh_enrolment_progress()`.execute(db);
   await sql`drop index if exists programme_enrolments_org_natural_idx`.execute(db);
   await sql`drop index if exists programme_enrolments_programme_natural_idx`.execute(db);
-  await db.schema.alterTable('programme_enrolments').dropColumn('lessons_viewed').dropColumn('first_visit_at').dropColumn('last_visit_at').execute();
+  await db.schema
+    .alterTable('programme_enrolments')
+    .dropColumn('lessons_viewed')
+    .dropColumn('first_visit_at')
+    .dropColumn('last_visit_at')
+    .execute();
 }

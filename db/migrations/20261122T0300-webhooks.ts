@@ -16,9 +16,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('previous_secret', 'text')
     .addColumn('previous_secret_expires_at', 'timestamptz')
     // `ping` is not subscribable: it goes to the endpoint under test only.
-    .addColumn('event_types', sql`text[]`, (c) => c.notNull().check(sql`cardinality(event_types) > 0 and event_types <@ array[
+    .addColumn('event_types', sql`text[]`, (c) =>
+      c.notNull().check(sql`cardinality(event_types) > 0 and event_types <@ array[
       'quiz.completed', 'course.started', 'programme.completed', 'learner.enrolled', 'learner.activated', 'satisfaction.submitted'
-    ]::text[]`))
+    ]::text[]`),
+    )
     .addColumn('enabled', 'boolean', (c) => c.notNull().defaultTo(true))
     .addColumn('consecutive_failures', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('disabled_at', 'timestamptz')

@@ -13,12 +13,17 @@ export async function up(db: Kysely<any>): Promise<void> {
   // index on the expression cannot, PostgreSQL then needs completed_at from the table).
   await sql`alter table quiz_attempts add column completed_day date
     generated always as ((completed_at at time zone 'Europe/Paris')::date) stored`.execute(db);
-  for (const [name, column] of [['org', 'org_id'], ['programme', 'programme_id'], ['member', 'membership_id']]) {
+  for (const [name, column] of [
+    ['org', 'org_id'],
+    ['programme', 'programme_id'],
+    ['member', 'membership_id'],
+  ]) {
     await sql.raw(`drop index quiz_attempts_${name}_order_idx`).execute(db);
     await sql.raw(`create index quiz_attempts_${name}_order_idx on quiz_attempts (${column}, completed_day, attempt_no, id)`).execute(db);
   }
 
-  await db.schema.alterTable('quiz_answers')
+  await db.schema
+    .alterTable('quiz_answers')
     .addColumn('membership_id', 'uuid')
     .addColumn('programme_id', 'uuid')
     .addColumn('attempt_no', 'integer')
@@ -51,9 +56,15 @@ export async function up(db: Kysely<any>): Promise<void> {
     for each row execute function quiz_attempts_propagate()`.execute(db);
 
   // The order of `quiz-answers`: attempt day, attempt number, the attempt, question position, answer.
-  await sql`create index quiz_answers_org_order_idx on quiz_answers (org_id, attempt_day, attempt_no, attempt_id, position, id)`.execute(db);
-  await sql`create index quiz_answers_member_order_idx on quiz_answers (membership_id, attempt_day, attempt_no, attempt_id, position, id)`.execute(db);
-  await sql`create index quiz_answers_programme_order_idx on quiz_answers (programme_id, attempt_day, attempt_no, attempt_id, position, id)`.execute(db);
+  await sql`create index quiz_answers_org_order_idx on quiz_answers (org_id, attempt_day, attempt_no, attempt_id, position, id)`.execute(
+    db,
+  );
+  await sql`create index quiz_answers_member_order_idx on quiz_answers (membership_id, attempt_day, attempt_no, attempt_id, position, id)`.execute(
+    db,
+  );
+  await sql`create index quiz_answers_programme_order_idx on quiz_answers (programme_id, attempt_day, attempt_no, attempt_id, position, id)`.execute(
+    db,
+  );
 
   // `progress` counts its rows per lesson from the organisation's visits alone: each visit carries
   // its enrolment date (copied by a trigger, and kept in step when an enrolment date changes).
@@ -91,9 +102,21 @@ export async function down(db: Kysely<any>): Promise<void> {
   await sql`drop function if exists quiz_attempts_propagate()`.execute(db);
   await sql`drop trigger if exists quiz_answers_copy_attempt on quiz_answers`.execute(db);
   await sql`drop function if exists quiz_answers_copy_attempt()`.execute(db);
-  for (const index of ['quiz_answers_org_order_idx', 'quiz_answers_member_order_idx', 'quiz_answers_programme_order_idx', 'lesson_progress_org_lesson_idx', 'tutoring_attendance_org_idx']) {
+  for (const index of [
+    'quiz_answers_org_order_idx',
+    'quiz_answers_member_order_idx',
+    'quiz_answers_programme_order_idx',
+    'lesson_progress_org_lesson_idx',
+    'tutoring_attendance_org_idx',
+  ]) {
     await sql`drop index if exists ${sql.ref(index)}`.execute(db);
   }
-  await db.schema.alterTable('quiz_answers').dropColumn('membership_id').dropColumn('programme_id').dropColumn('attempt_no').dropColumn('attempt_day').execute();
+  await db.schema
+    .alterTable('quiz_answers')
+    .dropColumn('membership_id')
+    .dropColumn('programme_id')
+    .dropColumn('attempt_no')
+    .dropColumn('attempt_day')
+    .execute();
   await db.schema.alterTable('quiz_attempts').dropColumn('completed_day').execute();
 }

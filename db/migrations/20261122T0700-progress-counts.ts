@@ -15,7 +15,8 @@ const countTables = [
 
 export async function up(db: Kysely<any>): Promise<void> {
   for (const { table } of countTables) {
-    await sql.raw(`create table ${table} (
+    await sql
+      .raw(`create table ${table} (
       -- No foreign keys: a cascade (an organisation, a lesson deleted) empties the counts through
       -- the triggers, which drop the rows that reach zero.
       org_id uuid not null,
@@ -28,7 +29,8 @@ export async function up(db: Kysely<any>): Promise<void> {
       -- lesson_progress rows whose enrolment is in the period
       enrolments integer not null,
       primary key (org_id, period, programme_id, lesson_id)
-    )`).execute(db);
+    )`)
+      .execute(db);
   }
 
   // Old rows count negatively and new rows positively; an update that moves no date writes
@@ -38,7 +40,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     `select org_id, programme_id, lesson_id, last_visit_at, enrolled_at, ${sign} as sign from ${table}`;
   const events = [
     { event: 'insert', referencing: 'new table as new_rows', changed: rowsOf('new_rows', 1) },
-    { event: 'update', referencing: 'old table as old_rows new table as new_rows', changed: `${rowsOf('old_rows', -1)} union all ${rowsOf('new_rows', 1)}` },
+    {
+      event: 'update',
+      referencing: 'old table as old_rows new table as new_rows',
+      changed: `${rowsOf('old_rows', -1)} union all ${rowsOf('new_rows', 1)}`,
+    },
     { event: 'delete', referencing: 'old table as old_rows', changed: rowsOf('old_rows', -1) },
   ];
   const byDay = (changed: string) => `
@@ -61,29 +67,38 @@ export async function up(db: Kysely<any>): Promise<void> {
     where t.org_id = k.org_id and t.period = k.period and t.programme_id = k.programme_id and t.lesson_id = k.lesson_id
       and t.last_visits = 0 and t.enrolments = 0;`;
   for (const { event, referencing, changed } of events) {
-    const statements = countTables.map(({ table, period }) =>
-      addTo(table, period, changed) + (event === 'insert' ? '' : dropEmptied(table, period, changed)));
-    await sql.raw(`create function lesson_progress_counts_${event}() returns trigger language plpgsql as $$
+    const statements = countTables.map(
+      ({ table, period }) => addTo(table, period, changed) + (event === 'insert' ? '' : dropEmptied(table, period, changed)),
+    );
+    await sql
+      .raw(`create function lesson_progress_counts_${event}() returns trigger language plpgsql as $$
       begin
         ${statements.join('\n')}
         return null;
-      end $$`).execute(db);
-    await sql.raw(`create trigger lesson_progress_counts_${event} after ${event} on lesson_progress
-      referencing ${referencing} for each statement execute function lesson_progress_counts_${event}()`).execute(db);
+      end $$`)
+      .execute(db);
+    await sql
+      .raw(`create trigger lesson_progress_counts_${event} after ${event} on lesson_progress
+      referencing ${referencing} for each statement execute function lesson_progress_counts_${event}()`)
+      .execute(db);
   }
 
   // The counts of one organisation computed afresh: the rows already there, and bulk loads that
   // skip triggers (the generator) call it once they are done.
-  const statements = countTables.map(({ table, period }) => `
+  const statements = countTables.map(
+    ({ table, period }) => `
     delete from ${table} where org_id = p_org_id;
     insert into ${table} (org_id, programme_id, lesson_id, period, last_visits, enrolments)
     select org_id, programme_id, lesson_id, ${period}, sum(last_visits), sum(enrolments)
     from (${byDay(`${rowsOf('new_rows', 1).replace('from new_rows', 'from lesson_progress')} where org_id = p_org_id`)}) by_day
-    group by org_id, ${period}, programme_id, lesson_id;`);
-  await sql.raw(`create function lesson_progress_counts_recount(p_org_id uuid) returns void language plpgsql as $$
+    group by org_id, ${period}, programme_id, lesson_id;`,
+  );
+  await sql
+    .raw(`create function lesson_progress_counts_recount(p_org_id uuid) returns void language plpgsql as $$
     begin
       ${statements.join('\n')}
-    end $$`).execute(db);
+    end $$`)
+    .execute(db);
   await sql`select lesson_progress_counts_recount(id) from organisations`.execute(db);
 }
 

@@ -102,8 +102,7 @@ const enrolmentYearRows = (enrolments: string) => `
  * enrolment before they write its facts (db/activity.ts does): a writer that does not may deadlock
  * with another one, which PostgreSQL detects by aborting one of them, with nothing half-written.
  */
-const lockEnrolments = (ids: string) =>
-  `perform 1 from programme_enrolments where id in (${ids}) order by id for no key update;`;
+const lockEnrolments = (ids: string) => `perform 1 from programme_enrolments where id in (${ids}) order by id for no key update;`;
 
 export async function up(db: Kysely<any>): Promise<void> {
   await sql.raw(yearFunctions).execute(db);
@@ -119,7 +118,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   // Intervals already there: the first of each learner's lesson, then those after the longest
   // pauses, as many as lesson_progress counted visits.
   await sql`alter table activity_intervals add column opens_visit boolean not null default false`.execute(db);
-  await sql`alter table activity_intervals add constraint activity_intervals_visit_of_course check (not opens_visit or kind = 'cours')`.execute(db);
+  await sql`alter table activity_intervals add constraint activity_intervals_visit_of_course check (not opens_visit or kind = 'cours')`.execute(
+    db,
+  );
   await sql`with ordered as (
       select ai.id, ai.membership_id, ai.lesson_id,
         ai.started_at - lag(ai.ended_at) over (partition by ai.membership_id, ai.lesson_id order by ai.started_at, ai.id) as pause
@@ -163,7 +164,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     check (paris_year(last_visit_at) = year)
   )`.execute(db);
   // `progress` of the organisation: a year's rows of one lesson; of one learner: their year.
-  await sql`create index lesson_progress_years_org_idx on lesson_progress_years (org_id, year, lesson_id) include (membership_id, last_visit_at)`.execute(db);
+  await sql`create index lesson_progress_years_org_idx on lesson_progress_years (org_id, year, lesson_id) include (membership_id, last_visit_at)`.execute(
+    db,
+  );
   await sql`create index lesson_progress_years_enrolment_idx on lesson_progress_years (membership_id, programme_id, year)`.execute(db);
   await sql`create index activity_intervals_lesson_idx on activity_intervals (membership_id, lesson_id) where kind = 'cours'`.execute(db);
 
@@ -171,7 +174,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   // their last visit (which lies in the row's year): a year is 12 months per lesson, and an
   // `updated_since` in mid-month adds the days up to the next month.
   for (const table of ['lesson_progress_days', 'lesson_progress_months']) {
-    await sql.raw(`create table ${table} (
+    await sql
+      .raw(`create table ${table} (
       -- No foreign keys: a cascade empties the counts through the trigger below, which drops zero rows.
       org_id uuid not null,
       programme_id uuid not null,
@@ -180,7 +184,8 @@ export async function up(db: Kysely<any>): Promise<void> {
       period date not null,
       progress_rows integer not null,
       primary key (org_id, period, programme_id, lesson_id)
-    )`).execute(db);
+    )`)
+      .execute(db);
   }
 
   /**
@@ -212,9 +217,13 @@ export async function up(db: Kysely<any>): Promise<void> {
       select array(select row(org_id, period, programme_id, lesson_id)::lesson_count_key from days where progress_rows = 0),
         array(select row(org_id, period, programme_id, lesson_id)::lesson_count_key from months where progress_rows = 0)
       into emptied_days, emptied_months;`,
-    dropEmptied: ['lesson_progress_days', 'lesson_progress_months'].map((table, i) => `
+    dropEmptied: ['lesson_progress_days', 'lesson_progress_months']
+      .map(
+        (table, i) => `
       delete from ${table} t using unnest(${i === 0 ? 'emptied_days' : 'emptied_months'}) k
-        where t.org_id = k.org_id and t.period = k.period and t.programme_id = k.programme_id and t.lesson_id = k.lesson_id and t.progress_rows = 0;`).join(''),
+        where t.org_id = k.org_id and t.period = k.period and t.programme_id = k.programme_id and t.lesson_id = k.lesson_id and t.progress_rows = 0;`,
+      )
+      .join(''),
   });
   await sql`create type lesson_count_key as (org_id uuid, period date, programme_id uuid, lesson_id uuid)`.execute(db);
 
@@ -223,7 +232,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   // does not come from it (a cascade) adjusts them through the trigger below.
   const refreshCounts = countChanges(`select org_id, programme_id, lesson_id, last_visit_at, 1 as sign from fresh
     union all select org_id, programme_id, lesson_id, last_visit_at, -1 from was`);
-  await sql.raw(`create function lesson_progress_years_refresh(p_members uuid[], p_lessons uuid[]) returns void language plpgsql as $$
+  await sql
+    .raw(`create function lesson_progress_years_refresh(p_members uuid[], p_lessons uuid[]) returns void language plpgsql as $$
     declare emptied_days lesson_count_key[]; emptied_months lesson_count_key[];
     begin
       ${lockEnrolments(`select pe.id from programme_enrolments pe join lessons l on l.programme_id = pe.programme_id
@@ -253,9 +263,11 @@ export async function up(db: Kysely<any>): Promise<void> {
       ${refreshCounts.select}
       ${refreshCounts.dropEmptied}
       perform set_config('partner_api.counting_lesson_years', 'off', true);
-    end $$`).execute(db);
+    end $$`)
+    .execute(db);
   const cascadeCounts = countChanges('select org_id, programme_id, lesson_id, last_visit_at, -1 as sign from old_rows');
-  await sql.raw(`create function lesson_progress_years_uncount() returns trigger language plpgsql as $$
+  await sql
+    .raw(`create function lesson_progress_years_uncount() returns trigger language plpgsql as $$
     declare emptied_days lesson_count_key[]; emptied_months lesson_count_key[];
     begin
       if current_setting('partner_api.counting_lesson_years', true) = 'on' then return null; end if;
@@ -263,48 +275,63 @@ export async function up(db: Kysely<any>): Promise<void> {
       ${cascadeCounts.select}
       ${cascadeCounts.dropEmptied}
       return null;
-    end $$`).execute(db);
+    end $$`)
+    .execute(db);
   await sql`create trigger lesson_progress_years_uncount after delete on lesson_progress_years
     referencing old table as old_rows for each statement execute function lesson_progress_years_uncount()`.execute(db);
 
   // A whole organisation at once (bulk loads that skip triggers, and this migration): the year
   // rows, then the counts.
-  await sql.raw(`create function lesson_progress_years_recount(p_org_id uuid) returns void language plpgsql as $$
+  await sql
+    .raw(`create function lesson_progress_years_recount(p_org_id uuid) returns void language plpgsql as $$
     begin
       perform set_config('partner_api.counting_lesson_years', 'on', true);
       delete from lesson_progress_years where org_id = p_org_id;
       perform set_config('partner_api.counting_lesson_years', 'off', true);
       insert into lesson_progress_years (${lessonYearColumns}) ${lessonYearRows('select * from activity_intervals where org_id = p_org_id')};
-    end $$`).execute(db);
+    end $$`)
+    .execute(db);
   const recountStatements = [
     { table: 'lesson_progress_days', period: `(last_visit_at at time zone 'Europe/Paris')::date` },
     { table: 'lesson_progress_months', period: `date_trunc('month', (last_visit_at at time zone 'Europe/Paris'))::date` },
-  ].map(({ table, period }) => `
+  ].map(
+    ({ table, period }) => `
     delete from ${table} where org_id = p_org_id;
     insert into ${table} (org_id, programme_id, lesson_id, period, progress_rows)
     select org_id, programme_id, lesson_id, ${period}, count(*) from lesson_progress_years where org_id = p_org_id
-    group by org_id, ${period}, programme_id, lesson_id;`);
-  await sql.raw(`create function lesson_progress_counts_recount(p_org_id uuid) returns void language plpgsql as $$
+    group by org_id, ${period}, programme_id, lesson_id;`,
+  );
+  await sql
+    .raw(`create function lesson_progress_counts_recount(p_org_id uuid) returns void language plpgsql as $$
     begin
       ${recountStatements.join('\n')}
-    end $$`).execute(db);
+    end $$`)
+    .execute(db);
 
   const intervalEvents = [
     { event: 'insert', referencing: 'new table as changed', changed: 'select membership_id, lesson_id from changed' },
-    { event: 'update', referencing: 'old table as old_rows new table as new_rows', changed: 'select membership_id, lesson_id from old_rows union select membership_id, lesson_id from new_rows' },
+    {
+      event: 'update',
+      referencing: 'old table as old_rows new table as new_rows',
+      changed: 'select membership_id, lesson_id from old_rows union select membership_id, lesson_id from new_rows',
+    },
     { event: 'delete', referencing: 'old table as changed', changed: 'select membership_id, lesson_id from changed' },
   ];
   for (const { event, referencing, changed } of intervalEvents) {
-    await sql.raw(`create function activity_intervals_lesson_years_${event}() returns trigger language plpgsql as $$
+    await sql
+      .raw(`create function activity_intervals_lesson_years_${event}() returns trigger language plpgsql as $$
       declare members uuid[]; lessons uuid[];
       begin
         select array_agg(membership_id order by membership_id, lesson_id), array_agg(lesson_id order by membership_id, lesson_id) into members, lessons
         from (select distinct membership_id, lesson_id from (${changed}) c where lesson_id is not null) k;
         if members is not null then perform lesson_progress_years_refresh(members, lessons); end if;
         return null;
-      end $$`).execute(db);
-    await sql.raw(`create trigger activity_intervals_lesson_years_${event} after ${event} on activity_intervals
-      referencing ${referencing} for each statement execute function activity_intervals_lesson_years_${event}()`).execute(db);
+      end $$`)
+      .execute(db);
+    await sql
+      .raw(`create trigger activity_intervals_lesson_years_${event} after ${event} on activity_intervals
+      referencing ${referencing} for each statement execute function activity_intervals_lesson_years_${event}()`)
+      .execute(db);
   }
   await sql`select lesson_progress_years_recount(id), lesson_progress_counts_recount(id) from organisations`.execute(db);
 
@@ -327,8 +354,10 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`create index enrolment_years_programme_order_idx on enrolment_years (programme_id, year, natural_at, enrolment_id)`.execute(db);
   await sql`create index enrolment_years_enrolment_idx on enrolment_years (enrolment_id)`.execute(db);
 
-  const enrolmentYearColumns = 'enrolment_id, year, org_id, membership_id, programme_id, natural_at, last_activity_at, last_visit_at, lessons_viewed';
-  await sql.raw(`create function enrolment_years_refresh(p_enrolments uuid[]) returns void language plpgsql as $$
+  const enrolmentYearColumns =
+    'enrolment_id, year, org_id, membership_id, programme_id, natural_at, last_activity_at, last_visit_at, lessons_viewed';
+  await sql
+    .raw(`create function enrolment_years_refresh(p_enrolments uuid[]) returns void language plpgsql as $$
     begin
       ${lockEnrolments('select unnest(p_enrolments)')}
       with fresh as (${enrolmentYearRows('select * from programme_enrolments where id = any(p_enrolments)')}),
@@ -342,12 +371,15 @@ export async function up(db: Kysely<any>): Promise<void> {
           last_visit_at = excluded.last_visit_at, lessons_viewed = excluded.lessons_viewed
         where (t.enrolment_id, t.natural_at, t.last_activity_at, t.last_visit_at, t.lessons_viewed)
           is distinct from (excluded.enrolment_id, excluded.natural_at, excluded.last_activity_at, excluded.last_visit_at, excluded.lessons_viewed);
-    end $$`).execute(db);
-  await sql.raw(`create function enrolment_years_recount(p_org_id uuid) returns void language plpgsql as $$
+    end $$`)
+    .execute(db);
+  await sql
+    .raw(`create function enrolment_years_recount(p_org_id uuid) returns void language plpgsql as $$
     begin
       delete from enrolment_years where org_id = p_org_id;
       insert into enrolment_years (${enrolmentYearColumns}) ${enrolmentYearRows('select * from programme_enrolments where org_id = p_org_id')};
-    end $$`).execute(db);
+    end $$`)
+    .execute(db);
 
   // Each fact names its enrolment by learner and programme; attendance by learner alone (its
   // session may be gone when a cascade removes it): all of that learner's enrolments.
@@ -373,18 +405,24 @@ export async function up(db: Kysely<any>): Promise<void> {
       { event: 'insert', referencing: 'new table as new_rows', ids: keys('new_rows') },
       { event: 'update', referencing: 'old table as old_rows new table as new_rows', ids: `${keys('old_rows')} union ${keys('new_rows')}` },
       { event: 'delete', referencing: 'old table as old_rows', ids: keys('old_rows') },
-    ].filter(({ event }) => !(table === 'programme_enrolments' && event === 'delete') && !(table === 'tutoring_sessions' && event !== 'update'));
+    ].filter(
+      ({ event }) => !(table === 'programme_enrolments' && event === 'delete') && !(table === 'tutoring_sessions' && event !== 'update'),
+    );
     for (const { event, referencing, ids } of events) {
       const name = `${table}_enrolment_years_${event}`;
-      await sql.raw(`create function ${name}() returns trigger language plpgsql as $$
+      await sql
+        .raw(`create function ${name}() returns trigger language plpgsql as $$
         declare enrolments uuid[];
         begin
           select array_agg(distinct id) into enrolments from (${ids}) k;
           if enrolments is not null then perform enrolment_years_refresh(enrolments); end if;
           return null;
-        end $$`).execute(db);
-      await sql.raw(`create trigger ${name} after ${event} on ${table}
-        referencing ${referencing} for each statement execute function ${name}()`).execute(db);
+        end $$`)
+        .execute(db);
+      await sql
+        .raw(`create trigger ${name} after ${event} on ${table}
+        referencing ${referencing} for each statement execute function ${name}()`)
+        .execute(db);
     }
   }
   await sql`select enrolment_years_recount(id) from organisations`.execute(db);

@@ -14,19 +14,43 @@ export type AttendanceRow = components['schemas']['AttendanceRow'];
  * their order: session start, session title, the session, then email.
  */
 export function attendanceInScope(db: DB, filter: ResourceFilter) {
-  return db.selectFrom('tutoring_attendance as ta')
-    .innerJoin('tutoring_sessions as ts', 'ts.id', 'ta.session_id')
-    .innerJoin('memberships as m', 'm.id', 'ta.membership_id')
-    .innerJoin('accounts as a', 'a.id', 'm.account_id')
-    // Both sides scoped, so the session index is read for this organisation only.
-    .where('ts.org_id', '=', filter.orgId)
-    .where(scopeCondition({ org: 'ta.org_id', membership: 'ta.membership_id', programme: 'ts.programme_id' }, naturalTimestampFilter(sql.ref('ts.starts_at'), filter), filter))
-    .orderBy('ts.starts_at').orderBy('ts.title').orderBy('ts.id').orderBy('a.email');
+  return (
+    db
+      .selectFrom('tutoring_attendance as ta')
+      .innerJoin('tutoring_sessions as ts', 'ts.id', 'ta.session_id')
+      .innerJoin('memberships as m', 'm.id', 'ta.membership_id')
+      .innerJoin('accounts as a', 'a.id', 'm.account_id')
+      // Both sides scoped, so the session index is read for this organisation only.
+      .where('ts.org_id', '=', filter.orgId)
+      .where(
+        scopeCondition(
+          { org: 'ta.org_id', membership: 'ta.membership_id', programme: 'ts.programme_id' },
+          naturalTimestampFilter(sql.ref('ts.starts_at'), filter),
+          filter,
+        ),
+      )
+      .orderBy('ts.starts_at')
+      .orderBy('ts.title')
+      .orderBy('ts.id')
+      .orderBy('a.email')
+  );
 }
 
 export const attendanceResource: ResourceDefinition<AttendanceRow, 'attendance'> = {
   name: 'attendance',
-  columns: ['apprenant', 'email', 'seance', 'programme', 'programme_slug', 'date', 'duree_prevue_min', 'present', 'temps_connecte_min', 'signe_apprenant', 'signe_formateur'],
+  columns: [
+    'apprenant',
+    'email',
+    'seance',
+    'programme',
+    'programme_slug',
+    'date',
+    'duree_prevue_min',
+    'present',
+    'temps_connecte_min',
+    'signe_apprenant',
+    'signe_formateur',
+  ],
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,

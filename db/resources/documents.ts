@@ -11,9 +11,17 @@ export type DocumentRow = components['schemas']['DocumentRow'];
 
 /** The documents a request sees (alias `d`), in their order: issue, then the document. */
 export function documentsInScope(db: DB, filter: ResourceFilter) {
-  return db.selectFrom('documents as d')
-    .where(scopeCondition({ org: 'd.org_id', membership: 'd.membership_id', programme: 'd.programme_id' }, naturalTimestampFilter(sql.ref('d.issued_at'), filter), filter))
-    .orderBy('d.issued_at').orderBy('d.id');
+  return db
+    .selectFrom('documents as d')
+    .where(
+      scopeCondition(
+        { org: 'd.org_id', membership: 'd.membership_id', programme: 'd.programme_id' },
+        naturalTimestampFilter(sql.ref('d.issued_at'), filter),
+        filter,
+      ),
+    )
+    .orderBy('d.issued_at')
+    .orderBy('d.id');
 }
 
 export const documentsResource: ResourceDefinition<DocumentRow, 'documents'> = {

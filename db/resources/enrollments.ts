@@ -34,46 +34,70 @@ export function completedBy(year: number): RawBuilder<boolean> {
 
 /** The enrolment years a request sees (alias `ey`), in order: natural date, then the enrolment. */
 export function enrolmentsInScope(db: DB, filter: ResourceFilter) {
-  return db.selectFrom('enrolment_years as ey')
-    .where(scopeCondition({ org: 'ey.org_id', membership: 'ey.membership_id', programme: 'ey.programme_id' },
-      yearSliceFilter(sql.ref('ey.year'), sql.ref('ey.natural_at'), filter), filter))
-    .orderBy('ey.natural_at').orderBy('ey.enrolment_id');
+  return db
+    .selectFrom('enrolment_years as ey')
+    .where(
+      scopeCondition(
+        { org: 'ey.org_id', membership: 'ey.membership_id', programme: 'ey.programme_id' },
+        yearSliceFilter(sql.ref('ey.year'), sql.ref('ey.natural_at'), filter),
+        filter,
+      ),
+    )
+    .orderBy('ey.natural_at')
+    .orderBy('ey.enrolment_id');
 }
 
 export const enrollmentsResource: ResourceDefinition<EnrollmentRow, 'enrollments'> = {
   name: 'enrollments',
-  columns: ['apprenant', 'email', 'programme', 'programme_slug', 'pourcentage', 'lecons_vues', 'lecons_total', 'complete', 'complete_le', 'derniere_activite_le', 'premiere_connexion_le', 'derniere_connexion_le'],
+  columns: [
+    'apprenant',
+    'email',
+    'programme',
+    'programme_slug',
+    'pourcentage',
+    'lecons_vues',
+    'lecons_total',
+    'complete',
+    'complete_le',
+    'derniere_activite_le',
+    'premiere_connexion_le',
+    'derniere_connexion_le',
+  ],
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
   select(db, filter) {
     const yearEnd = yearStart(filter.year + 1);
-    return enrolmentsInScope(db, filter)
-      .innerJoin('programme_enrolments as pe', 'pe.id', 'ey.enrolment_id')
-      .innerJoin('memberships as m', 'm.id', 'ey.membership_id')
-      .innerJoin('accounts as a', 'a.id', 'm.account_id')
-      .innerJoin('programmes as p', 'p.id', 'ey.programme_id')
-      // The certificate counts from its issue: one issued after the end of the year is not there yet.
-      .leftJoin('documents as cert', (join) => join
-        .onRef('cert.membership_id', '=', 'ey.membership_id')
-        .onRef('cert.programme_id', '=', 'ey.programme_id')
-        .on('cert.type', '=', 'Attestation')
-        .on('cert.issued_at', '<', yearEnd))
-      .select([
-        'a.name as apprenant',
-        'a.email as email',
-        'p.title as programme',
-        'p.slug as programme_slug',
-        progressPercent(sql<number>`ey.lessons_viewed`, programmeLessonCount).as('pourcentage'),
-        'ey.lessons_viewed as lecons_vues',
-        programmeLessonCount.as('lecons_total'),
-        ouiNon(sql`cert.id is not null`).as('complete'),
-        parisDate(sql.ref('cert.issued_at')).as('complete_le'),
-        parisDate(sql.ref('ey.last_activity_at')).as('derniere_activite_le'),
-        // The first launch ever, once it has happened by the end of the year.
-        parisDateTime(sql`case when pe.first_visit_at < ${yearEnd} then pe.first_visit_at end`).as('premiere_connexion_le'),
-        parisDateTime(sql.ref('ey.last_visit_at')).as('derniere_connexion_le'),
-      ]);
+    return (
+      enrolmentsInScope(db, filter)
+        .innerJoin('programme_enrolments as pe', 'pe.id', 'ey.enrolment_id')
+        .innerJoin('memberships as m', 'm.id', 'ey.membership_id')
+        .innerJoin('accounts as a', 'a.id', 'm.account_id')
+        .innerJoin('programmes as p', 'p.id', 'ey.programme_id')
+        // The certificate counts from its issue: one issued after the end of the year is not there yet.
+        .leftJoin('documents as cert', (join) =>
+          join
+            .onRef('cert.membership_id', '=', 'ey.membership_id')
+            .onRef('cert.programme_id', '=', 'ey.programme_id')
+            .on('cert.type', '=', 'Attestation')
+            .on('cert.issued_at', '<', yearEnd),
+        )
+        .select([
+          'a.name as apprenant',
+          'a.email as email',
+          'p.title as programme',
+          'p.slug as programme_slug',
+          progressPercent(sql<number>`ey.lessons_viewed`, programmeLessonCount).as('pourcentage'),
+          'ey.lessons_viewed as lecons_vues',
+          programmeLessonCount.as('lecons_total'),
+          ouiNon(sql`cert.id is not null`).as('complete'),
+          parisDate(sql.ref('cert.issued_at')).as('complete_le'),
+          parisDate(sql.ref('ey.last_activity_at')).as('derniere_activite_le'),
+          // The first launch ever, once it has happened by the end of the year.
+          parisDateTime(sql`case when pe.first_visit_at < ${yearEnd} then pe.first_visit_at end`).as('premiere_connexion_le'),
+          parisDateTime(sql.ref('ey.last_visit_at')).as('derniere_connexion_le'),
+        ])
+    );
   },
   keys: (db, filter) => enrolmentsInScope(db, filter).select('ey.enrolment_id'),
   selectWindow(db, filter, window) {

@@ -14,9 +14,18 @@ export type EvaluationRow = components['schemas']['EvaluationRow'];
  * Paris day of the attempt, attempt number, then the attempt (quiz_attempts_*_order_idx, index-only).
  */
 export function attemptsInScope(db: DB, filter: ResourceFilter) {
-  return db.selectFrom('quiz_attempts as qa')
-    .where(scopeCondition({ org: 'qa.org_id', membership: 'qa.membership_id', programme: 'qa.programme_id' }, naturalDayFilter(sql.ref('qa.completed_day'), filter), filter))
-    .orderBy('qa.completed_day').orderBy('qa.attempt_no').orderBy('qa.id');
+  return db
+    .selectFrom('quiz_attempts as qa')
+    .where(
+      scopeCondition(
+        { org: 'qa.org_id', membership: 'qa.membership_id', programme: 'qa.programme_id' },
+        naturalDayFilter(sql.ref('qa.completed_day'), filter),
+        filter,
+      ),
+    )
+    .orderBy('qa.completed_day')
+    .orderBy('qa.attempt_no')
+    .orderBy('qa.id');
 }
 
 export const evaluationsResource: ResourceDefinition<EvaluationRow, 'evaluations'> = {
@@ -26,13 +35,12 @@ export const evaluationsResource: ResourceDefinition<EvaluationRow, 'evaluations
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
   select(db, filter) {
-    return withLessonContext(attemptsInScope(db, filter), 'qa')
-      .select([
-        'qa.attempt_no as tentative',
-        'qa.score as score',
-        ouiNon(sql.ref('qa.passed')).as('reussi'),
-        sql<string>`to_char(qa.completed_day, 'YYYY-MM-DD')`.as('date'),
-      ]);
+    return withLessonContext(attemptsInScope(db, filter), 'qa').select([
+      'qa.attempt_no as tentative',
+      'qa.score as score',
+      ouiNon(sql.ref('qa.passed')).as('reussi'),
+      sql<string>`to_char(qa.completed_day, 'YYYY-MM-DD')`.as('date'),
+    ]);
   },
   keys: (db, filter) => attemptsInScope(db, filter).select('qa.id'),
   selectWindow(db, filter, window) {

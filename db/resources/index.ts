@@ -13,8 +13,18 @@ import { tutoringRatingsResource } from './tutoring-ratings';
 import { usersResource } from './users';
 
 export {
-  attendanceResource, documentsResource, enrollmentsResource, evaluationsResource, learnersResource, lessonRatingsResource, loginsResource,
-  progressResource, quizAnswersResource, satisfactionResource, tutoringRatingsResource, usersResource,
+  attendanceResource,
+  documentsResource,
+  enrollmentsResource,
+  evaluationsResource,
+  learnersResource,
+  lessonRatingsResource,
+  loginsResource,
+  progressResource,
+  quizAnswersResource,
+  satisfactionResource,
+  tutoringRatingsResource,
+  usersResource,
 };
 
 /** Every list resource, by its wire name (`summary` is not a list and lives in db/summary.ts). */

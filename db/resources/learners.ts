@@ -19,7 +19,8 @@ export type LearnerRow = components['schemas']['LearnerRow'];
  * end of the year (invited or joined by then), so that a past year keeps the learners it had.
  */
 function membersInScope(db: DB, filter: ResourceFilter) {
-  let query = db.selectFrom('memberships as m')
+  let query = db
+    .selectFrom('memberships as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .where('m.org_id', '=', filter.orgId)
     .where(sql<boolean>`least(m.invited_at, m.joined_at) < ${yearStart(filter.year + 1)}`);
@@ -76,31 +77,65 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
   if (window) members = members.limit(window.limit).offset(window.offset);
   // Aggregates over the members' rows only; `programme` and `updated_since` never apply here.
   const detail = { ...filter, updatedSince: null, programmeId: null };
-  const logins = loginsInScope(db, detail).clearOrderBy().where(ofMembers('lg.membership_id'))
-    .select(['lg.membership_id', sql<number>`count(*)::int`.as('logins')]).groupBy('lg.membership_id');
-  const enrolments = enrolmentsInScope(db, detail).clearOrderBy().where(ofMembers('ey.membership_id'))
-    .select(['ey.membership_id', sql<number>`count(*)::int`.as('followed'), sql<number>`count(*) filter (where ${completedBy(filter.year)})::int`.as('completed')])
+  const logins = loginsInScope(db, detail)
+    .clearOrderBy()
+    .where(ofMembers('lg.membership_id'))
+    .select(['lg.membership_id', sql<number>`count(*)::int`.as('logins')])
+    .groupBy('lg.membership_id');
+  const enrolments = enrolmentsInScope(db, detail)
+    .clearOrderBy()
+    .where(ofMembers('ey.membership_id'))
+    .select([
+      'ey.membership_id',
+      sql<number>`count(*)::int`.as('followed'),
+      sql<number>`count(*) filter (where ${completedBy(filter.year)})::int`.as('completed'),
+    ])
     .groupBy('ey.membership_id');
   // Course time is time on lessons: the sum of the learner's `progress.temps_min` of the year.
-  const courseMinutes = db.selectFrom('lesson_progress_years as lpy').where('lpy.year', '=', filter.year).where(ofMembers('lpy.membership_id'))
+  const courseMinutes = db
+    .selectFrom('lesson_progress_years as lpy')
+    .where('lpy.year', '=', filter.year)
+    .where(ofMembers('lpy.membership_id'))
     .select(['lpy.membership_id', sql<number>`sum(lpy.active_minutes)::int`.as('minutes')])
     .groupBy('lpy.membership_id');
-  const attempts = attemptsInScope(db, detail).clearOrderBy().where(ofMembers('qa.membership_id'))
-    .select(['qa.membership_id', sql<number>`count(*)::int`.as('total'), sql<number>`count(*) filter (where qa.passed)::int`.as('passed'),
-      sql<number | null>`round(avg(qa.score) filter (where qa.passed))::int`.as('mean_score')])
+  const attempts = attemptsInScope(db, detail)
+    .clearOrderBy()
+    .where(ofMembers('qa.membership_id'))
+    .select([
+      'qa.membership_id',
+      sql<number>`count(*)::int`.as('total'),
+      sql<number>`count(*) filter (where qa.passed)::int`.as('passed'),
+      sql<number | null>`round(avg(qa.score) filter (where qa.passed))::int`.as('mean_score'),
+    ])
     .groupBy('qa.membership_id');
-  const attendance = attendanceInScope(db, detail).clearOrderBy().where(ofMembers('ta.membership_id'))
-    .select(['ta.membership_id', sql<number>`count(*)::int`.as('sessions'), sql<number>`count(*) filter (where ta.present)::int`.as('present'),
-      sql<number>`sum(ta.connected_minutes)::int`.as('minutes')])
+  const attendance = attendanceInScope(db, detail)
+    .clearOrderBy()
+    .where(ofMembers('ta.membership_id'))
+    .select([
+      'ta.membership_id',
+      sql<number>`count(*)::int`.as('sessions'),
+      sql<number>`count(*) filter (where ta.present)::int`.as('present'),
+      sql<number>`sum(ta.connected_minutes)::int`.as('minutes'),
+    ])
     .groupBy('ta.membership_id');
-  const documents = documentsInScope(db, detail).clearOrderBy().where(ofMembers('d.membership_id'))
-    .select(['d.membership_id', sql<number>`count(*) filter (where d.type = 'PIF')::int`.as('pif'),
-      sql<number>`count(*) filter (where d.type = 'Attestation')::int`.as('certificates')])
+  const documents = documentsInScope(db, detail)
+    .clearOrderBy()
+    .where(ofMembers('d.membership_id'))
+    .select([
+      'd.membership_id',
+      sql<number>`count(*) filter (where d.type = 'PIF')::int`.as('pif'),
+      sql<number>`count(*) filter (where d.type = 'Attestation')::int`.as('certificates'),
+    ])
     .groupBy('d.membership_id');
   // The latest survey: the last one in the `satisfaction` order.
-  const latestSurvey = surveysInScope(db, detail).clearOrderBy().where(ofMembers('s.membership_id'))
-    .distinctOn('s.membership_id').select(['s.membership_id', 's.rating', 's.nps'])
-    .orderBy('s.membership_id').orderBy('s.answered_at', 'desc').orderBy('s.id', 'desc');
+  const latestSurvey = surveysInScope(db, detail)
+    .clearOrderBy()
+    .where(ofMembers('s.membership_id'))
+    .distinctOn('s.membership_id')
+    .select(['s.membership_id', 's.rating', 's.nps'])
+    .orderBy('s.membership_id')
+    .orderBy('s.answered_at', 'desc')
+    .orderBy('s.id', 'desc');
 
   return sql<LearnerRow>`(
     with members as materialized (${members})
@@ -141,17 +176,42 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
  */
 export const learnersResource: ResourceDefinition<LearnerRow, 'learners'> = {
   name: 'learners',
-  columns: ['nom', 'email', 'invite_le', 'inscrit_le', 'connexions', 'temps_actif_min', 'temps_cours_min', 'temps_labia_min', 'temps_tutorat_min',
-    'programmes_suivis', 'programmes_completes', 'evaluations_reussies', 'evaluations_total', 'score_moyen', 'seances_tutorat', 'seances_present',
-    'pif_emis', 'attestations_emises', 'satisfaction_note', 'nps'],
+  columns: [
+    'nom',
+    'email',
+    'invite_le',
+    'inscrit_le',
+    'connexions',
+    'temps_actif_min',
+    'temps_cours_min',
+    'temps_labia_min',
+    'temps_tutorat_min',
+    'programmes_suivis',
+    'programmes_completes',
+    'evaluations_reussies',
+    'evaluations_total',
+    'score_moyen',
+    'seances_tutorat',
+    'seances_present',
+    'pif_emis',
+    'attestations_emises',
+    'satisfaction_note',
+    'nps',
+  ],
   filtersByYear: true,
   filtersByUpdatedSince: false,
   filtersByProgramme: false,
   select(db, filter) {
-    return db.selectFrom(learnerRows(db, filter, null).as('learners')).selectAll().orderBy('learners.email');
+    return db
+      .selectFrom(learnerRows(db, filter, null).as('learners'))
+      .selectAll()
+      .orderBy('learners.email');
   },
   keys: (db, filter) => membersInScope(db, filter).select('m.id'),
   selectWindow(db, filter, window) {
-    return db.selectFrom(learnerRows(db, filter, window).as('learners')).selectAll().orderBy('learners.email');
+    return db
+      .selectFrom(learnerRows(db, filter, window).as('learners'))
+      .selectAll()
+      .orderBy('learners.email');
   },
 };

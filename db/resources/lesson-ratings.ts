@@ -11,9 +11,17 @@ export type LessonRatingRow = components['schemas']['LessonRatingRow'];
 
 /** The lesson ratings a request sees (alias `lr`), in their order: submission, then the rating. */
 export function lessonRatingsInScope(db: DB, filter: ResourceFilter) {
-  return db.selectFrom('lesson_ratings as lr')
-    .where(scopeCondition({ org: 'lr.org_id', membership: 'lr.membership_id', programme: 'lr.programme_id' }, naturalTimestampFilter(sql.ref('lr.submitted_at'), filter), filter))
-    .orderBy('lr.submitted_at').orderBy('lr.id');
+  return db
+    .selectFrom('lesson_ratings as lr')
+    .where(
+      scopeCondition(
+        { org: 'lr.org_id', membership: 'lr.membership_id', programme: 'lr.programme_id' },
+        naturalTimestampFilter(sql.ref('lr.submitted_at'), filter),
+        filter,
+      ),
+    )
+    .orderBy('lr.submitted_at')
+    .orderBy('lr.id');
 }
 
 export const lessonRatingsResource: ResourceDefinition<LessonRatingRow, 'lesson-ratings'> = {
@@ -23,12 +31,11 @@ export const lessonRatingsResource: ResourceDefinition<LessonRatingRow, 'lesson-
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
   select(db, filter) {
-    return withLessonContext(lessonRatingsInScope(db, filter), 'lr')
-      .select([
-        'lr.rating as note',
-        'lr.comment as commentaire',
-        parisDate(sql.ref('lr.submitted_at')).as('soumis_le'),
-      ]);
+    return withLessonContext(lessonRatingsInScope(db, filter), 'lr').select([
+      'lr.rating as note',
+      'lr.comment as commentaire',
+      parisDate(sql.ref('lr.submitted_at')).as('soumis_le'),
+    ]);
   },
   keys: (db, filter) => lessonRatingsInScope(db, filter).select('lr.id'),
   selectWindow(db, filter, window) {

@@ -52,21 +52,41 @@ function compiledOnce<Row>(db: DB, key: string, compile: () => CompiledQuery<Row
 }
 
 /** One page of a resource, never past the cap: built for the page alone when the resource knows how. */
-export async function pageResourceRows(db: DB, definition: ResourceDefinition, filter: ResourceFilter, limit: number, offset: number, cap: number | null) {
+export async function pageResourceRows(
+  db: DB,
+  definition: ResourceDefinition,
+  filter: ResourceFilter,
+  limit: number,
+  offset: number,
+  cap: number | null,
+) {
   const window = allowedWindow(limit, offset, cap);
   if (window === null) return [];
-  const statement = compiledOnce(db, `${definition.name} page ${JSON.stringify(filter)} ${window.limit} ${window.offset}`, () => (definition.selectWindow
-    ? definition.selectWindow(db, filter, window)
-    : definition.select(db, filter).limit(window.limit).offset(window.offset)).compile());
+  const statement = compiledOnce(db, `${definition.name} page ${JSON.stringify(filter)} ${window.limit} ${window.offset}`, () =>
+    (definition.selectWindow
+      ? definition.selectWindow(db, filter, window)
+      : definition.select(db, filter).limit(window.limit).offset(window.offset)
+    ).compile(),
+  );
   return (await db.executeQuery(statement)).rows;
 }
 
 /** Counts a resource's rows: its own count, else on its keys, else on its rows. */
-export async function countResourceRows(db: DB, definition: ResourceDefinition, filter: ResourceFilter, cap: number | null): Promise<CountedRows> {
+export async function countResourceRows(
+  db: DB,
+  definition: ResourceDefinition,
+  filter: ResourceFilter,
+  cap: number | null,
+): Promise<CountedRows> {
   const n = definition.count
     ? await definition.count(db, filter)
-    : (await db.executeQuery(compiledOnce(db, `${definition.name} count ${JSON.stringify(filter)} ${cap}`,
-      () => countQuery(definition.keys ? definition.keys(db, filter) : definition.select(db, filter), cap).compile(db)))).rows[0]!.n;
+    : (
+        await db.executeQuery(
+          compiledOnce(db, `${definition.name} count ${JSON.stringify(filter)} ${cap}`, () =>
+            countQuery(definition.keys ? definition.keys(db, filter) : definition.select(db, filter), cap).compile(db),
+          ),
+        )
+      ).rows[0]!.n;
   return cap !== null && n > cap ? { total: cap, truncated: true } : { total: n, truncated: false };
 }
 
@@ -78,7 +98,10 @@ const rowsPerRead = 1000;
  * caller writes this one (an export was otherwise idle a third of its time, waiting on each read).
  */
 export async function* streamRowChunks(db: DB, query: RowsQuery, cap: number | null): AsyncGenerator<Record<string, unknown>[]> {
-  const chunks = db.getExecutor().stream<Record<string, unknown>>((cap === null ? query : query.limit(cap)).compile(), rowsPerRead)[Symbol.asyncIterator]();
+  const chunks = db
+    .getExecutor()
+    .stream<Record<string, unknown>>((cap === null ? query : query.limit(cap)).compile(), rowsPerRead)
+    [Symbol.asyncIterator]();
   let next = chunks.next();
   try {
     while (true) {

@@ -11,13 +11,23 @@ export type LoginRow = components['schemas']['LoginRow'];
 
 /** The logins a request sees (alias `lg`), in their order: start, then the session. */
 export function loginsInScope(db: DB, filter: ResourceFilter) {
-  return db.selectFrom('logins as lg')
-    .where(scopeCondition({ org: 'lg.org_id', membership: 'lg.membership_id' }, naturalTimestampFilter(sql.ref('lg.started_at'), filter), filter))
-    .orderBy('lg.started_at').orderBy('lg.id');
+  return db
+    .selectFrom('logins as lg')
+    .where(
+      scopeCondition(
+        { org: 'lg.org_id', membership: 'lg.membership_id' },
+        naturalTimestampFilter(sql.ref('lg.started_at'), filter),
+        filter,
+      ),
+    )
+    .orderBy('lg.started_at')
+    .orderBy('lg.id');
 }
 
 // Whole minutes between the displayed start and end, so that `duree_min` = `fin` - `debut`.
-const durationMinutes = sql<number | null>`(extract(epoch from date_trunc('minute', lg.ended_at) - date_trunc('minute', lg.started_at)) / 60)::int`;
+const durationMinutes = sql<
+  number | null
+>`(extract(epoch from date_trunc('minute', lg.ended_at) - date_trunc('minute', lg.started_at)) / 60)::int`;
 
 export const loginsResource: ResourceDefinition<LoginRow, 'logins'> = {
   name: 'logins',

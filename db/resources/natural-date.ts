@@ -22,10 +22,7 @@ export function yearStart(year: number): RawBuilder<Date> {
  * timestamp so that an index on it serves them.
  */
 export function naturalTimestampFilter(timestamp: Timestamp, filter: ResourceFilter): RawBuilder<boolean> {
-  const conditions = [
-    sql`${timestamp} >= ${yearStart(filter.year)}`,
-    sql`${timestamp} < ${yearStart(filter.year + 1)}`,
-  ];
+  const conditions = [sql`${timestamp} >= ${yearStart(filter.year)}`, sql`${timestamp} < ${yearStart(filter.year + 1)}`];
   if (filter.updatedSince) conditions.push(sql`${timestamp} >= ${parisDayStart(filter.updatedSince)}`);
   return sql<boolean>`(${sql.join(conditions, sql` and `)})`;
 }
@@ -35,10 +32,7 @@ export function naturalTimestampFilter(timestamp: Timestamp, filter: ResourceFil
  * number): ranges over the day, given as the indexed expression or column.
  */
 export function naturalDayFilter(day: Timestamp, filter: ResourceFilter): RawBuilder<boolean> {
-  const conditions = [
-    sql`${day} >= make_date(${filter.year}, 1, 1)`,
-    sql`${day} < make_date(${filter.year + 1}, 1, 1)`,
-  ];
+  const conditions = [sql`${day} >= make_date(${filter.year}, 1, 1)`, sql`${day} < make_date(${filter.year + 1}, 1, 1)`];
   if (filter.updatedSince) conditions.push(sql`${day} >= ${filter.updatedSince}::date`);
   return sql<boolean>`(${sql.join(conditions, sql` and `)})`;
 }

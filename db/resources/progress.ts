@@ -19,9 +19,12 @@ export type ProgressRow = components['schemas']['ProgressRow'];
  * page then builds only the blocks it overlaps and sorts them by email.
  */
 
-const yearRowScope = (filter: ResourceFilter) => scopeCondition(
-  { org: 'lpy.org_id', membership: 'lpy.membership_id', programme: 'lpy.programme_id' },
-  yearSliceFilter(sql.ref('lpy.year'), sql.ref('lpy.last_visit_at'), filter), filter);
+const yearRowScope = (filter: ResourceFilter) =>
+  scopeCondition(
+    { org: 'lpy.org_id', membership: 'lpy.membership_id', programme: 'lpy.programme_id' },
+    yearSliceFilter(sql.ref('lpy.year'), sql.ref('lpy.last_visit_at'), filter),
+    filter,
+  );
 
 /**
  * Rows per lesson in the filter's range. For the organisation (or a programme) they are summed
@@ -47,7 +50,11 @@ function rowsPerLesson(filter: ResourceFilter): RawBuilder<unknown> {
  * The filter's range as Paris days ('YYYY-MM-DD'): from the later of the year's start and
  * `updated_since`, to the next year's start; whole months from the first month start in it.
  */
-export function countedPeriods(filter: Pick<ResourceFilter, 'year' | 'updatedSince'>): { from: string; fullMonthsFrom: string; to: string } {
+export function countedPeriods(filter: Pick<ResourceFilter, 'year' | 'updatedSince'>): {
+  from: string;
+  fullMonthsFrom: string;
+  to: string;
+} {
   const yearStartDay = `${filter.year}-01-01`;
   const from = filter.updatedSince && filter.updatedSince > yearStartDay ? filter.updatedSince : yearStartDay;
   const [year, month, day] = from.split('-').map(Number) as [number, number, number];
@@ -89,7 +96,9 @@ interface ProgressBlockRow {
 /** The rows of the lessons of `placed` that overlap the window (all of them without a window). */
 function progressRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
   const overlaps = window ? sql`and b.first < ${window.offset + window.limit} and b.first + b.n > ${window.offset}` : sql``;
-  const inWindow = window ? sql`where r.first + r.nth - 1 >= ${window.offset} and r.first + r.nth - 1 < ${window.offset + window.limit}` : sql``;
+  const inWindow = window
+    ? sql`where r.first + r.nth - 1 >= ${window.offset} and r.first + r.nth - 1 < ${window.offset + window.limit}`
+    : sql``;
   const yearEnd = yearStart(filter.year + 1);
   const rows = sql<ProgressBlockRow>`(
     with ${lessonBlocks(filter)},
@@ -105,35 +114,55 @@ function progressRows(db: DB, filter: ResourceFilter, window: RowWindow | null) 
     )
     select r.* from blocks r ${inWindow}
   )`;
-  return db.selectFrom(rows.as('lpy'))
-    .innerJoin('lessons as l', 'l.id', 'lpy.lesson_id')
-    .innerJoin('modules as mo', 'mo.id', 'l.module_id')
-    .innerJoin('programmes as p', 'p.id', 'l.programme_id')
-    // The state at the end of the year: the lesson viewed by then, the programme's lessons viewed by then.
-    .leftJoin('lesson_progress as lp', (join) => join.onRef('lp.membership_id', '=', 'lpy.membership_id').onRef('lp.lesson_id', '=', 'l.id'))
-    .leftJoin('enrolment_years as ey', (join) => join
-      .onRef('ey.membership_id', '=', 'lpy.membership_id')
-      .onRef('ey.programme_id', '=', 'l.programme_id')
-      .on('ey.year', '=', filter.year))
-    .select([
-      'lpy.name as apprenant',
-      'lpy.email as email',
-      'p.title as programme',
-      'p.slug as programme_slug',
-      progressPercent(sql<number>`coalesce(ey.lessons_viewed, 0)`, sql<number>`lpy.lessons_total`).as('pourcentage_programme'),
-      'mo.title as module',
-      'l.title as lecon',
-      ouiNon(sql`lp.viewed_at < ${yearEnd}`).as('vue'),
-      'lpy.visits as visites',
-      'lpy.active_minutes as temps_min',
-      parisDate(sql.ref('lpy.last_visit_at')).as('derniere_visite_le'),
-    ])
-    .orderBy('lpy.rank').orderBy('lpy.email');
+  return (
+    db
+      .selectFrom(rows.as('lpy'))
+      .innerJoin('lessons as l', 'l.id', 'lpy.lesson_id')
+      .innerJoin('modules as mo', 'mo.id', 'l.module_id')
+      .innerJoin('programmes as p', 'p.id', 'l.programme_id')
+      // The state at the end of the year: the lesson viewed by then, the programme's lessons viewed by then.
+      .leftJoin('lesson_progress as lp', (join) =>
+        join.onRef('lp.membership_id', '=', 'lpy.membership_id').onRef('lp.lesson_id', '=', 'l.id'),
+      )
+      .leftJoin('enrolment_years as ey', (join) =>
+        join
+          .onRef('ey.membership_id', '=', 'lpy.membership_id')
+          .onRef('ey.programme_id', '=', 'l.programme_id')
+          .on('ey.year', '=', filter.year),
+      )
+      .select([
+        'lpy.name as apprenant',
+        'lpy.email as email',
+        'p.title as programme',
+        'p.slug as programme_slug',
+        progressPercent(sql<number>`coalesce(ey.lessons_viewed, 0)`, sql<number>`lpy.lessons_total`).as('pourcentage_programme'),
+        'mo.title as module',
+        'l.title as lecon',
+        ouiNon(sql`lp.viewed_at < ${yearEnd}`).as('vue'),
+        'lpy.visits as visites',
+        'lpy.active_minutes as temps_min',
+        parisDate(sql.ref('lpy.last_visit_at')).as('derniere_visite_le'),
+      ])
+      .orderBy('lpy.rank')
+      .orderBy('lpy.email')
+  );
 }
 
 export const progressResource: ResourceDefinition<ProgressRow, 'progress'> = {
   name: 'progress',
-  columns: ['apprenant', 'email', 'programme', 'programme_slug', 'pourcentage_programme', 'module', 'lecon', 'vue', 'visites', 'temps_min', 'derniere_visite_le'],
+  columns: [
+    'apprenant',
+    'email',
+    'programme',
+    'programme_slug',
+    'pourcentage_programme',
+    'module',
+    'lecon',
+    'vue',
+    'visites',
+    'temps_min',
+    'derniere_visite_le',
+  ],
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,

@@ -15,14 +15,42 @@ export type QuizAnswerRow = components['schemas']['QuizAnswerRow'];
  * attempt's learner, programme, number and day, so this is one index (quiz_answers_*_order_idx).
  */
 export function answersInScope(db: DB, filter: ResourceFilter) {
-  return db.selectFrom('quiz_answers as ans')
-    .where(scopeCondition({ org: 'ans.org_id', membership: 'ans.membership_id', programme: 'ans.programme_id' }, naturalDayFilter(sql.ref('ans.attempt_day'), filter), filter))
-    .orderBy('ans.attempt_day').orderBy('ans.attempt_no').orderBy('ans.attempt_id').orderBy('ans.position').orderBy('ans.id');
+  return db
+    .selectFrom('quiz_answers as ans')
+    .where(
+      scopeCondition(
+        { org: 'ans.org_id', membership: 'ans.membership_id', programme: 'ans.programme_id' },
+        naturalDayFilter(sql.ref('ans.attempt_day'), filter),
+        filter,
+      ),
+    )
+    .orderBy('ans.attempt_day')
+    .orderBy('ans.attempt_no')
+    .orderBy('ans.attempt_id')
+    .orderBy('ans.position')
+    .orderBy('ans.id');
 }
 
 export const quizAnswersResource: ResourceDefinition<QuizAnswerRow, 'quiz-answers'> = {
   name: 'quiz-answers',
-  columns: ['apprenant', 'email', 'programme', 'programme_slug', 'module', 'lecon', 'tentative', 'score_tentative', 'reussi', 'question', 'options', 'reponse_choisie', 'bonne_reponse', 'correct', 'repondu_le', 'date'],
+  columns: [
+    'apprenant',
+    'email',
+    'programme',
+    'programme_slug',
+    'module',
+    'lecon',
+    'tentative',
+    'score_tentative',
+    'reussi',
+    'question',
+    'options',
+    'reponse_choisie',
+    'bonne_reponse',
+    'correct',
+    'repondu_le',
+    'date',
+  ],
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
@@ -30,19 +58,18 @@ export const quizAnswersResource: ResourceDefinition<QuizAnswerRow, 'quiz-answer
     const answers = answersInScope(db, filter)
       .innerJoin('quiz_attempts as qa', 'qa.id', 'ans.attempt_id')
       .innerJoin('quiz_questions as q', 'q.id', 'ans.question_id');
-    return withLessonContext(answers, 'qa')
-      .select([
-        'ans.attempt_no as tentative',
-        'qa.score as score_tentative',
-        ouiNon(sql.ref('qa.passed')).as('reussi'),
-        'q.wording as question',
-        sql<string>`array_to_string(q.options, '|')`.as('options'),
-        'ans.chosen_option as reponse_choisie',
-        'q.correct_option as bonne_reponse',
-        ouiNon(sql.ref('ans.is_correct')).as('correct'),
-        parisDateTime(sql.ref('ans.answered_at')).as('repondu_le'),
-        sql<string>`to_char(ans.attempt_day, 'YYYY-MM-DD')`.as('date'),
-      ]);
+    return withLessonContext(answers, 'qa').select([
+      'ans.attempt_no as tentative',
+      'qa.score as score_tentative',
+      ouiNon(sql.ref('qa.passed')).as('reussi'),
+      'q.wording as question',
+      sql<string>`array_to_string(q.options, '|')`.as('options'),
+      'ans.chosen_option as reponse_choisie',
+      'q.correct_option as bonne_reponse',
+      ouiNon(sql.ref('ans.is_correct')).as('correct'),
+      parisDateTime(sql.ref('ans.answered_at')).as('repondu_le'),
+      sql<string>`to_char(ans.attempt_day, 'YYYY-MM-DD')`.as('date'),
+    ]);
   },
   keys: (db, filter) => answersInScope(db, filter).select('ans.id'),
   selectWindow(db, filter, window) {

@@ -11,9 +11,17 @@ export type SatisfactionRow = components['schemas']['SatisfactionRow'];
 
 /** The surveys a request sees (alias `s`), in their order: answer, then the survey. */
 export function surveysInScope(db: DB, filter: ResourceFilter) {
-  return db.selectFrom('satisfaction_surveys as s')
-    .where(scopeCondition({ org: 's.org_id', membership: 's.membership_id', programme: 's.programme_id' }, naturalTimestampFilter(sql.ref('s.answered_at'), filter), filter))
-    .orderBy('s.answered_at').orderBy('s.id');
+  return db
+    .selectFrom('satisfaction_surveys as s')
+    .where(
+      scopeCondition(
+        { org: 's.org_id', membership: 's.membership_id', programme: 's.programme_id' },
+        naturalTimestampFilter(sql.ref('s.answered_at'), filter),
+        filter,
+      ),
+    )
+    .orderBy('s.answered_at')
+    .orderBy('s.id');
 }
 
 export const satisfactionResource: ResourceDefinition<SatisfactionRow, 'satisfaction'> = {

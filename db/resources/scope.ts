@@ -44,5 +44,12 @@ export function withLessonContext(query: AnySelect, source: string): AnySelect {
     .innerJoin('programmes as p', 'p.id', sql.ref(`${source}.programme_id`) as never)
     .innerJoin('lessons as l', 'l.id', sql.ref(`${source}.lesson_id`) as never)
     .innerJoin('modules as mo', 'mo.id', 'l.module_id')
-    .select(['a.name as apprenant', 'a.email as email', 'p.title as programme', 'p.slug as programme_slug', 'mo.title as module', 'l.title as lecon']);
+    .select([
+      'a.name as apprenant',
+      'a.email as email',
+      'p.title as programme',
+      'p.slug as programme_slug',
+      'mo.title as module',
+      'l.title as lecon',
+    ]);
 }

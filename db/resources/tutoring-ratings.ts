@@ -14,16 +14,35 @@ export type TutoringRatingRow = components['schemas']['TutoringRatingRow'];
  * submission, then the rating. The programme is the session's.
  */
 export function tutoringRatingsInScope(db: DB, filter: ResourceFilter) {
-  return db.selectFrom('tutoring_ratings as tr')
+  return db
+    .selectFrom('tutoring_ratings as tr')
     .innerJoin('tutoring_sessions as ts', 'ts.id', 'tr.session_id')
     .where('ts.org_id', '=', filter.orgId)
-    .where(scopeCondition({ org: 'tr.org_id', membership: 'tr.membership_id', programme: 'ts.programme_id' }, naturalTimestampFilter(sql.ref('tr.submitted_at'), filter), filter))
-    .orderBy('tr.submitted_at').orderBy('tr.id');
+    .where(
+      scopeCondition(
+        { org: 'tr.org_id', membership: 'tr.membership_id', programme: 'ts.programme_id' },
+        naturalTimestampFilter(sql.ref('tr.submitted_at'), filter),
+        filter,
+      ),
+    )
+    .orderBy('tr.submitted_at')
+    .orderBy('tr.id');
 }
 
 export const tutoringRatingsResource: ResourceDefinition<TutoringRatingRow, 'tutoring-ratings'> = {
   name: 'tutoring-ratings',
-  columns: ['apprenant', 'email', 'seance', 'programme', 'programme_slug', 'formateur', 'note_seance', 'note_formateur', 'commentaire', 'soumis_le'],
+  columns: [
+    'apprenant',
+    'email',
+    'seance',
+    'programme',
+    'programme_slug',
+    'formateur',
+    'note_seance',
+    'note_formateur',
+    'commentaire',
+    'soumis_le',
+  ],
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,

@@ -16,19 +16,22 @@ export const usersResource: ResourceDefinition<UserRow, 'users'> = {
   filtersByUpdatedSince: true,
   filtersByProgramme: false,
   select(db, filter) {
-    let query = db.selectFrom('memberships as m')
+    let query = db
+      .selectFrom('memberships as m')
       .innerJoin('accounts as a', 'a.id', 'm.account_id')
       .select((eb) => {
         // The learner's live licence if any, else the latest one they held (revoked). Scalar
         // subqueries, not a join: PostgreSQL evaluates them only for the rows of the page, and
         // the count drops them.
-        const currentLicence = (column: 'type' | 'status') => eb.selectFrom('licences as l')
-          .select(`l.${column}`)
-          .whereRef('l.membership_id', '=', 'm.id')
-          .orderBy(sql`l.status in ('attribuée', 'activée')`, 'desc')
-          .orderBy('l.assigned_at', (order) => order.desc().nullsLast())
-          .orderBy('l.id')
-          .limit(1);
+        const currentLicence = (column: 'type' | 'status') =>
+          eb
+            .selectFrom('licences as l')
+            .select(`l.${column}`)
+            .whereRef('l.membership_id', '=', 'm.id')
+            .orderBy(sql`l.status in ('attribuée', 'activée')`, 'desc')
+            .orderBy('l.assigned_at', (order) => order.desc().nullsLast())
+            .orderBy('l.id')
+            .limit(1);
         return [
           'a.name as nom',
           'a.email as email',

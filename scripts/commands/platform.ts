@@ -30,8 +30,13 @@ export const commands: AdminCommand[] = [
     options: { name: { type: 'string' }, domains: { type: 'string' } },
     async run(context) {
       const name = requiredString(context.values, 'name');
-      const domains = typeof context.values.domains === 'string'
-        ? context.values.domains.split(',').map((d) => d.trim().toLowerCase()).filter(Boolean) : [];
+      const domains =
+        typeof context.values.domains === 'string'
+          ? context.values.domains
+              .split(',')
+              .map((d) => d.trim().toLowerCase())
+              .filter(Boolean)
+          : [];
       const invalid = domains.find((d) => !domainPattern.test(d));
       if (invalid) throw new UsageError(`Domaine invalide : « ${invalid} ».`);
       const organisation = await createOrganisation(context.db, { name, allowedEmailDomains: domains });
@@ -62,16 +67,21 @@ export const commands: AdminCommand[] = [
       const orgId = requiredUuid(context.values, 'org');
       const expires = context.values.expires;
       if (expires !== undefined) {
-        const valid = typeof expires === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(expires)
-          && new Date(`${expires}T00:00:00Z`).toISOString().startsWith(expires);
+        const valid =
+          typeof expires === 'string' &&
+          /^\d{4}-\d{2}-\d{2}$/.test(expires) &&
+          new Date(`${expires}T00:00:00Z`).toISOString().startsWith(expires);
         if (!valid) throw new UsageError(`--expires doit être une date AAAA-MM-JJ (reçu « ${String(expires)} »).`);
       }
       await requireOrganisation(context, orgId);
       const key = generateApiKey();
       const scopes: ('read' | 'write')[] = context.values.write ? ['read', 'write'] : ['read'];
       const created = await createApiKey(context.db, {
-        orgId, keyHash: hashApiKey(key), keyPrefix: displayPrefix(key),
-        label: typeof context.values.label === 'string' ? context.values.label : null, scopes,
+        orgId,
+        keyHash: hashApiKey(key),
+        keyPrefix: displayPrefix(key),
+        label: typeof context.values.label === 'string' ? context.values.label : null,
+        scopes,
         expiresAt: (expires as string | undefined) ?? null,
       });
       return { id: created.id, key, scopes: created.scopes, expires_at: (expires as string | undefined) ?? null };
@@ -86,11 +96,18 @@ export const commands: AdminCommand[] = [
       const orgId = requiredUuid(context.values, 'org');
       await requireOrganisation(context, orgId);
       const keys = await listApiKeys(context.db, orgId);
-      return { org: orgId, keys: keys.map((k) => ({
-        id: k.id, prefix: k.key_prefix, label: k.label, scopes: k.scopes,
-        expires_at: k.expires_at?.toISOString() ?? null, revoked_at: k.revoked_at?.toISOString() ?? null,
-        created_at: k.created_at.toISOString(),
-      })) };
+      return {
+        org: orgId,
+        keys: keys.map((k) => ({
+          id: k.id,
+          prefix: k.key_prefix,
+          label: k.label,
+          scopes: k.scopes,
+          expires_at: k.expires_at?.toISOString() ?? null,
+          revoked_at: k.revoked_at?.toISOString() ?? null,
+          created_at: k.created_at.toISOString(),
+        })),
+      };
     },
   },
   {

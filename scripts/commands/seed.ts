@@ -7,7 +7,8 @@ export const commands: AdminCommand[] = [
   {
     name: 'seed',
     usage: '--org ID --learners N [--seed S] [--year AAAA]',
-    description: 'Peuple une organisation d’apprenants fictifs et de trois années civiles de données de suivi (déterministe : même --seed, mêmes données).',
+    description:
+      'Peuple une organisation d’apprenants fictifs et de trois années civiles de données de suivi (déterministe : même --seed, mêmes données).',
     options: { org: { type: 'string' }, learners: { type: 'string' }, seed: { type: 'string' }, year: { type: 'string' } },
     async run(context) {
       const orgId = requiredUuid(context.values, 'org');
@@ -21,7 +22,10 @@ export const commands: AdminCommand[] = [
       let result;
       try {
         result = await seedOrganisation(context.db, {
-          orgId, learners, seed, year,
+          orgId,
+          learners,
+          seed,
+          year,
           onProgress: (done, rows) => bar.update(done, `${rows.toLocaleString('fr-FR')} lignes`),
         });
       } catch (error) {

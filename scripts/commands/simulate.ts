@@ -26,27 +26,49 @@ interface World {
 }
 
 async function loadWorld(db: DB, orgId: string): Promise<World> {
-  const enrolments = await db.selectFrom('programme_enrolments as pe').innerJoin('memberships as m', 'm.id', 'pe.membership_id')
+  const enrolments = await db
+    .selectFrom('programme_enrolments as pe')
+    .innerJoin('memberships as m', 'm.id', 'pe.membership_id')
     .select(['pe.membership_id as membershipId', 'pe.programme_id as programmeId'])
-    .where('pe.org_id', '=', orgId).where('m.status', '<>', 'suspendu')
+    .where('pe.org_id', '=', orgId)
+    .where('m.status', '<>', 'suspendu')
     .where(({ exists, selectFrom }) => exists(selectFrom('lessons').select('id').whereRef('lessons.programme_id', '=', 'pe.programme_id')))
     .execute();
-  const lessonRows = await db.selectFrom('lessons as l').innerJoin('modules as m', 'm.id', 'l.module_id')
+  const lessonRows = await db
+    .selectFrom('lessons as l')
+    .innerJoin('modules as m', 'm.id', 'l.module_id')
     .select(['l.id', 'l.programme_id', 'l.has_quiz'])
-    .where('l.org_id', '=', orgId).orderBy('l.programme_id').orderBy('m.position').orderBy('l.position').execute();
-  const questionRows = await db.selectFrom('quiz_questions').select(['id', 'lesson_id', 'options', 'correct_option'])
-    .where('org_id', '=', orgId).orderBy('lesson_id').orderBy('position').execute();
+    .where('l.org_id', '=', orgId)
+    .orderBy('l.programme_id')
+    .orderBy('m.position')
+    .orderBy('l.position')
+    .execute();
+  const questionRows = await db
+    .selectFrom('quiz_questions')
+    .select(['id', 'lesson_id', 'options', 'correct_option'])
+    .where('org_id', '=', orgId)
+    .orderBy('lesson_id')
+    .orderBy('position')
+    .execute();
   const lessons = new Map<string, { id: string; hasQuiz: boolean }[]>();
-  for (const row of lessonRows) lessons.set(row.programme_id, [...(lessons.get(row.programme_id) ?? []), { id: row.id, hasQuiz: row.has_quiz }]);
+  for (const row of lessonRows)
+    lessons.set(row.programme_id, [...(lessons.get(row.programme_id) ?? []), { id: row.id, hasQuiz: row.has_quiz }]);
   const questions = new Map<string, { id: string; options: string[]; correct: string }[]>();
   for (const row of questionRows) {
-    questions.set(row.lesson_id, [...(questions.get(row.lesson_id) ?? []), { id: row.id, options: row.options, correct: row.correct_option }]);
+    questions.set(row.lesson_id, [
+      ...(questions.get(row.lesson_id) ?? []),
+      { id: row.id, options: row.options, correct: row.correct_option },
+    ]);
   }
   return { enrolments, lessons, questions };
 }
 
 const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
-const shuffled = <T>(items: readonly T[]): T[] => items.map((item) => ({ item, key: Math.random() })).sort((a, b) => a.key - b.key).map((e) => e.item);
+const shuffled = <T>(items: readonly T[]): T[] =>
+  items
+    .map((item) => ({ item, key: Math.random() }))
+    .sort((a, b) => a.key - b.key)
+    .map((e) => e.item);
 const between = (low: number, high: number) => low + Math.floor(Math.random() * (high - low + 1));
 const secondsAgo = (seconds: number) => new Date(Date.now() - seconds * 1000);
 
@@ -65,23 +87,48 @@ const verbatims = [
 ];
 
 /** One step for one learner, recording at most `budget` events; returns their types. */
-async function step(db: DB, world: World, orgId: string, enrolment: Enrolment, budget: number): Promise<{ action: string; events: string[] }> {
+async function step(
+  db: DB,
+  world: World,
+  orgId: string,
+  enrolment: Enrolment,
+  budget: number,
+): Promise<{ action: string; events: string[] }> {
   const ids = { orgId, membershipId: enrolment.membershipId };
-  const state = await db.selectFrom('memberships as m').innerJoin('accounts as a', 'a.id', 'm.account_id')
+  const state = await db
+    .selectFrom('memberships as m')
+    .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .select([
       'a.first_login_at',
-      (eb) => eb.selectFrom('lesson_progress').select(sql<string[]>`coalesce(array_agg(lesson_id), '{}')`.as('ids'))
-        .where('membership_id', '=', enrolment.membershipId).where('programme_id', '=', enrolment.programmeId).where('viewed', '=', true)
-        .as('viewed'),
-      (eb) => eb.selectFrom('documents').select(sql<boolean>`true`.as('yes'))
-        .where('membership_id', '=', enrolment.membershipId).where('programme_id', '=', enrolment.programmeId).where('type', '=', 'Attestation')
-        .as('certified'),
+      (eb) =>
+        eb
+          .selectFrom('lesson_progress')
+          .select(sql<string[]>`coalesce(array_agg(lesson_id), '{}')`.as('ids'))
+          .where('membership_id', '=', enrolment.membershipId)
+          .where('programme_id', '=', enrolment.programmeId)
+          .where('viewed', '=', true)
+          .as('viewed'),
+      (eb) =>
+        eb
+          .selectFrom('documents')
+          .select(sql<boolean>`true`.as('yes'))
+          .where('membership_id', '=', enrolment.membershipId)
+          .where('programme_id', '=', enrolment.programmeId)
+          .where('type', '=', 'Attestation')
+          .as('certified'),
     ])
-    .where('m.id', '=', enrolment.membershipId).executeTakeFirstOrThrow();
+    .where('m.id', '=', enrolment.membershipId)
+    .executeTakeFirstOrThrow();
 
   if (state.first_login_at === null) {
     const minutes = between(10, 90);
-    const login = await recordLogin(db, { ...ids, startedAt: secondsAgo(minutes * 60), endedAt: new Date(), ip: `203.0.113.${between(1, 254)}`, userAgent: pick(browsers) });
+    const login = await recordLogin(db, {
+      ...ids,
+      startedAt: secondsAgo(minutes * 60),
+      endedAt: new Date(),
+      ip: `203.0.113.${between(1, 254)}`,
+      userAgent: pick(browsers),
+    });
     return { action: 'connexion', events: login.activated ? ['learner.activated'] : [] };
   }
   const lessons = world.lessons.get(enrolment.programmeId)!;
@@ -89,8 +136,12 @@ async function step(db: DB, world: World, orgId: string, enrolment: Enrolment, b
   const next = lessons.find((lesson) => !viewed.has(lesson.id));
   if (next) {
     // A few minutes on the lesson up to now, after whatever the learner was reading before (one lesson at a time).
-    const { lastCourseEnd } = await db.selectFrom('activity_intervals').select((eb) => eb.fn.max('ended_at').as('lastCourseEnd'))
-      .where('membership_id', '=', enrolment.membershipId).where('kind', '=', 'cours').executeTakeFirstOrThrow();
+    const { lastCourseEnd } = await db
+      .selectFrom('activity_intervals')
+      .select((eb) => eb.fn.max('ended_at').as('lastCourseEnd'))
+      .where('membership_id', '=', enrolment.membershipId)
+      .where('kind', '=', 'cours')
+      .executeTakeFirstOrThrow();
     const now = new Date();
     const openedAt = new Date(Math.max(now.getTime() - between(3, 25) * 60_000, lastCourseEnd ? new Date(lastCourseEnd).getTime() : 0));
     const spent = Math.max(0, Math.floor((now.getTime() - openedAt.getTime()) / 1000));
@@ -107,7 +158,12 @@ async function step(db: DB, world: World, orgId: string, enrolment: Enrolment, b
     const events = certificate.issued ? ['programme.completed'] : [];
     if (events.length < budget) {
       await submitSatisfaction(db, {
-        ...ids, programmeId: enrolment.programmeId, rating: between(3, 5), nps: between(5, 10), verbatim: pick(verbatims), answeredAt: new Date(),
+        ...ids,
+        programmeId: enrolment.programmeId,
+        rating: between(3, 5),
+        nps: between(5, 10),
+        verbatim: pick(verbatims),
+        answeredAt: new Date(),
       });
       events.push('satisfaction.submitted');
     }
@@ -120,7 +176,12 @@ async function step(db: DB, world: World, orgId: string, enrolment: Enrolment, b
     return { action: 'quiz repassé', events: ['quiz.completed'] };
   }
   await submitSatisfaction(db, {
-    ...ids, programmeId: enrolment.programmeId, rating: between(3, 5), nps: between(5, 10), verbatim: pick(verbatims), answeredAt: new Date(),
+    ...ids,
+    programmeId: enrolment.programmeId,
+    rating: between(3, 5),
+    nps: between(5, 10),
+    verbatim: pick(verbatims),
+    answeredAt: new Date(),
   });
   return { action: 'enquête', events: ['satisfaction.submitted'] };
 }
@@ -129,18 +190,26 @@ async function step(db: DB, world: World, orgId: string, enrolment: Enrolment, b
 async function takeQuiz(db: DB, world: World, ids: { orgId: string; membershipId: string }, lessonId: string) {
   const questions = world.questions.get(lessonId)!;
   let elapsed = 0;
-  const answers = [...questions].reverse().map((question) => {
-    elapsed += between(20, 60);
-    const wrong = question.options.filter((option) => option !== question.correct);
-    return { questionId: question.id, chosenOption: Math.random() < 0.75 || wrong.length === 0 ? question.correct : pick(wrong), answeredAt: secondsAgo(elapsed) };
-  }).reverse();
+  const answers = [...questions]
+    .reverse()
+    .map((question) => {
+      elapsed += between(20, 60);
+      const wrong = question.options.filter((option) => option !== question.correct);
+      return {
+        questionId: question.id,
+        chosenOption: Math.random() < 0.75 || wrong.length === 0 ? question.correct : pick(wrong),
+        answeredAt: secondsAgo(elapsed),
+      };
+    })
+    .reverse();
   await completeQuiz(db, { ...ids, lessonId, completedAt: new Date(), answers });
 }
 
 function positiveNumber(raw: string | boolean | undefined, name: string, fallback: number): number {
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (typeof raw !== 'string' || !/^\d+(\.\d+)?$/.test(raw) || !(value > 0)) throw new UsageError(`--${name} doit être un nombre positif (reçu « ${String(raw)} »).`);
+  if (typeof raw !== 'string' || !/^\d+(\.\d+)?$/.test(raw) || !(value > 0))
+    throw new UsageError(`--${name} doit être un nombre positif (reçu « ${String(raw)} »).`);
   return value;
 }
 
@@ -148,7 +217,8 @@ export const commands: AdminCommand[] = [
   {
     name: 'simulate',
     usage: '--org ID [--events N] [--rate R]',
-    description: 'Joue une activité réaliste d’apprenants (connexions, leçons, quiz, attestations, enquêtes) par les vrais chemins d’écriture : N événements (20 par défaut) à R par seconde (2 par défaut).',
+    description:
+      'Joue une activité réaliste d’apprenants (connexions, leçons, quiz, attestations, enquêtes) par les vrais chemins d’écriture : N événements (20 par défaut) à R par seconde (2 par défaut).',
     options: { org: { type: 'string' }, events: { type: 'string' }, rate: { type: 'string' } },
     async run(context) {
       const orgId = requiredUuid(context.values, 'org');
@@ -157,7 +227,9 @@ export const commands: AdminCommand[] = [
       if (!(await findOrganisation(context.db, orgId))) throw new UsageError(`Aucune organisation ${orgId}.`);
       const world = await loadWorld(context.db, orgId);
       if (world.enrolments.length === 0) {
-        throw new UsageError(`L’organisation ${orgId} n’a aucun apprenant inscrit à un programme qui a des leçons : générez des données ou inscrivez des apprenants d’abord.`);
+        throw new UsageError(
+          `L’organisation ${orgId} n’a aucun apprenant inscrit à un programme qui a des leçons : générez des données ou inscrivez des apprenants d’abord.`,
+        );
       }
       await installDeliveryQueue(context.db);
 

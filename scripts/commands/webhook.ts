@@ -2,8 +2,16 @@ import { subscribableEventTypes } from '../../db/webhooks';
 import { findOrganisation } from '../../db/organisations';
 import type { DeliveryStatus } from '../../db/tables/webhooks';
 import {
-  createEndpoint, disableEndpoint, enableEndpoint, findDelivery, findEndpoint, listDeliveries, listEndpoints, queuePing,
-  replayDelivery, rotateEndpointSecret,
+  createEndpoint,
+  disableEndpoint,
+  enableEndpoint,
+  findDelivery,
+  findEndpoint,
+  listDeliveries,
+  listEndpoints,
+  queuePing,
+  replayDelivery,
+  rotateEndpointSecret,
 } from '../../db/webhooks';
 import { checkWebhookUrl, WebhookAddressError } from '../../src/webhooks/address-guard';
 import { installDeliveryQueue } from '../../db/webhooks';
@@ -15,11 +23,18 @@ type Endpoint = NonNullable<Awaited<ReturnType<typeof findEndpoint>>>;
 /** An endpoint as the operator sees it: never its secret. */
 function describeEndpoint(endpoint: Endpoint) {
   return {
-    id: endpoint.id, org: endpoint.org_id, url: endpoint.url, events: endpoint.event_types, enabled: endpoint.enabled,
-    consecutive_failures: endpoint.consecutive_failures, disabled_at: endpoint.disabled_at?.toISOString() ?? null,
+    id: endpoint.id,
+    org: endpoint.org_id,
+    url: endpoint.url,
+    events: endpoint.event_types,
+    enabled: endpoint.enabled,
+    consecutive_failures: endpoint.consecutive_failures,
+    disabled_at: endpoint.disabled_at?.toISOString() ?? null,
     disabled_reason: endpoint.disabled_reason,
-    previous_secret_valid_until: endpoint.previous_secret_expires_at && endpoint.previous_secret_expires_at > new Date()
-      ? endpoint.previous_secret_expires_at.toISOString() : null,
+    previous_secret_valid_until:
+      endpoint.previous_secret_expires_at && endpoint.previous_secret_expires_at > new Date()
+        ? endpoint.previous_secret_expires_at.toISOString()
+        : null,
     created_at: endpoint.created_at.toISOString(),
   };
 }
@@ -32,10 +47,14 @@ async function requireEndpoint(context: CommandContext, id: string): Promise<End
 
 function eventTypesOption(value: string | boolean | undefined): string[] {
   if (value === undefined) return [...subscribableEventTypes];
-  const types = String(value).split(',').map((t) => t.trim()).filter(Boolean);
+  const types = String(value)
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
   if (types.length === 0) throw new UsageError('--events : indiquez au moins un type d’événement.');
   for (const type of types) {
-    if (type === 'ping') throw new UsageError('--events : « ping » ne s’abonne pas, « webhook ping » l’envoie au point de réception testé.');
+    if (type === 'ping')
+      throw new UsageError('--events : « ping » ne s’abonne pas, « webhook ping » l’envoie au point de réception testé.');
     if (!(subscribableEventTypes as readonly string[]).includes(type)) {
       throw new UsageError(`--events : type inconnu « ${type} » (types : ${subscribableEventTypes.join(', ')}).`);
     }
@@ -49,7 +68,8 @@ export const commands: AdminCommand[] = [
   {
     name: 'webhook create',
     usage: '--org ID --url URL [--events type1,type2]',
-    description: 'Crée un point de réception de webhooks (https, adresse publique ; par défaut tous les types). Le secret whsec_ n’est affiché qu’une fois.',
+    description:
+      'Crée un point de réception de webhooks (https, adresse publique ; par défaut tous les types). Le secret whsec_ n’est affiché qu’une fois.',
     options: { org: { type: 'string' }, url: { type: 'string' }, events: { type: 'string' } },
     async run(context) {
       const orgId = requiredUuid(context.values, 'org');
@@ -116,7 +136,9 @@ export const commands: AdminCommand[] = [
       await installDeliveryQueue(context.db);
       const ping = (await queuePing(context.db, id))!;
       return {
-        endpoint: id, event_id: ping.eventId, delivery_id: ping.deliveryId,
+        endpoint: id,
+        event_id: ping.eventId,
+        delivery_id: ping.deliveryId,
         ...(ping.endpointEnabled ? {} : { note: 'Point de réception désactivé : le ping partira à sa réactivation.' }),
       };
     },
@@ -138,13 +160,23 @@ export const commands: AdminCommand[] = [
       return {
         endpoint: id,
         deliveries: deliveries.map((d) => ({
-          id: d.id, event_id: d.event_id, event: d.event_type, status: d.status, attempt_count: d.attempt_count,
+          id: d.id,
+          event_id: d.event_id,
+          event: d.event_type,
+          status: d.status,
+          attempt_count: d.attempt_count,
           next_attempt_at: d.status === 'pending' ? d.next_attempt_at.toISOString() : null,
-          created_at: d.created_at.toISOString(), delivered_at: d.delivered_at?.toISOString() ?? null,
-          dead_at: d.dead_at?.toISOString() ?? null, replays: d.replay_count,
+          created_at: d.created_at.toISOString(),
+          delivered_at: d.delivered_at?.toISOString() ?? null,
+          dead_at: d.dead_at?.toISOString() ?? null,
+          replays: d.replay_count,
           attempts: d.attempts.map((a) => ({
-            at: a.attempted_at.toISOString(), status_code: a.status_code, duration_ms: a.duration_ms, succeeded: a.succeeded,
-            error: a.error, response_excerpt: a.response_excerpt,
+            at: a.attempted_at.toISOString(),
+            status_code: a.status_code,
+            duration_ms: a.duration_ms,
+            succeeded: a.succeeded,
+            error: a.error,
+            response_excerpt: a.response_excerpt,
           })),
         })),
       };

@@ -3,10 +3,26 @@ import type { ActivityReportData } from '../../db/activity-report';
 
 export type { ActivityReportData } from '../../db/activity-report';
 import type {
-  Alignment, CanvasNode, ColumnWidth, Content, DocumentDefinition, StyleProperties, TableCell, TableLayout, TextNode,
+  Alignment,
+  CanvasNode,
+  ColumnWidth,
+  Content,
+  DocumentDefinition,
+  StyleProperties,
+  TableCell,
+  TableLayout,
+  TextNode,
 } from './document-definition';
 import {
-  frenchDate, frenchDateTime, frenchDecimal, frenchInteger, minutesWithHours, missing, noBreakSpace, orMissing, outOf,
+  frenchDate,
+  frenchDateTime,
+  frenchDecimal,
+  frenchInteger,
+  minutesWithHours,
+  missing,
+  noBreakSpace,
+  orMissing,
+  outOf,
 } from './french-format';
 import { describeUserAgent } from './user-agent';
 
@@ -171,9 +187,22 @@ function dataTable(heading: Heading, columns: Column[], rows: Cell[][], emptyMes
   if (rows.length === 0) return emptyBlock(heading, emptyMessage);
   // The title sits flush with the table's left edge, like the titles of sections that are not tables.
   const titleRow = spanning({ stack: headingStack(heading), margin: [-4, 0, 0, 2] }, columns.length);
-  const headerRow: TableCell[] = columns.map((column) => ({ text: column.header, ...text.tableHeader, alignment: column.alignment ?? 'left' }));
-  const body: TableCell[][] = [titleRow, headerRow, ...rows.map((row) => row.map((cell, index) => aligned(cell, columns[index]!.alignment)))];
-  if (totals) body.push(totals.map((cell, index) => (isPlaceholder(cell) ? cell : { ...aligned(cell, columns[index]!.alignment), bold: true } as TableCell)));
+  const headerRow: TableCell[] = columns.map((column) => ({
+    text: column.header,
+    ...text.tableHeader,
+    alignment: column.alignment ?? 'left',
+  }));
+  const body: TableCell[][] = [
+    titleRow,
+    headerRow,
+    ...rows.map((row) => row.map((cell, index) => aligned(cell, columns[index]!.alignment))),
+  ];
+  if (totals)
+    body.push(
+      totals.map((cell, index) =>
+        isPlaceholder(cell) ? cell : ({ ...aligned(cell, columns[index]!.alignment), bold: true } as TableCell),
+      ),
+    );
   return {
     table: { headerRows: 2, keepWithHeaderRows: 1, dontBreakRows: true, widths: columns.map((column) => column.width), body },
     layout: dataTableLayout(2, totals !== undefined),
@@ -184,7 +213,11 @@ function dataTable(heading: Heading, columns: Column[], rows: Cell[][], emptyMes
 
 /** A section or sub-section with nothing to show: its title and "Aucune donnée", no explanatory note. */
 function emptyBlock(heading: Heading, message: string): Content {
-  return { stack: [...headingStack({ title: heading.title, subtitle: heading.subtitle }), { text: message, ...text.empty }], unbreakable: true, margin: [0, 0, 0, 12] };
+  return {
+    stack: [...headingStack({ title: heading.title, subtitle: heading.subtitle }), { text: message, ...text.empty }],
+    unbreakable: true,
+    margin: [0, 0, 0, 12],
+  };
 }
 
 /** Label / value pairs, two pairs to a line. */
@@ -250,7 +283,13 @@ function identityBlock(data: ActivityReportData): Content {
       { text: 'Rapport d’activité', ...text.title },
       { text: `Année ${data.year} · dossier de suivi individuel de l’apprenant`, ...text.subtitle },
       {
-        table: { widths: [130, '*'], body: rows.map(([label, value]) => [{ text: label, ...text.label }, { text: value, bold: true }]) },
+        table: {
+          widths: [130, '*'],
+          body: rows.map(([label, value]) => [
+            { text: label, ...text.label },
+            { text: value, bold: true },
+          ]),
+        },
         layout: {
           hLineWidth: (line, node) => (line === 0 || line === node.table.body.length ? 0.8 : 0.3),
           hLineColor: (line, node) => (line === 0 || line === node.table.body.length ? colours.brand : colours.rule),
@@ -397,18 +436,34 @@ function lessonsTable(data: ActivityReportData): Content {
       programme = row.programme_slug;
       module = null;
       // A programme's lessons open with its title and overall progress, then each module's title.
-      rows.push(spanning({
-        text: [{ text: row.programme, bold: true }, { text: ` · progression ${frenchInteger(row.pourcentage_programme)}${noBreakSpace}%`, color: colours.muted }],
-        fillColor: colours.headerFill,
-      }, columns.length));
+      rows.push(
+        spanning(
+          {
+            text: [
+              { text: row.programme, bold: true },
+              { text: ` · progression ${frenchInteger(row.pourcentage_programme)}${noBreakSpace}%`, color: colours.muted },
+            ],
+            fillColor: colours.headerFill,
+          },
+          columns.length,
+        ),
+      );
     }
     if (row.module !== module) {
       module = row.module;
       const minutes = moduleMinutes.get(moduleKey(row.programme_slug, row.module)) ?? 0;
-      rows.push(spanning({
-        text: [{ text: row.module, bold: true }, { text: ` · ${frenchInteger(minutes)}${noBreakSpace}min`, color: colours.muted }],
-        fillColor: colours.totalFill,
-      }, columns.length));
+      rows.push(
+        spanning(
+          {
+            text: [
+              { text: row.module, bold: true },
+              { text: ` · ${frenchInteger(minutes)}${noBreakSpace}min`, color: colours.muted },
+            ],
+            fillColor: colours.totalFill,
+          },
+          columns.length,
+        ),
+      );
     }
     rows.push([
       { text: row.lecon, margin: [8, 0, 0, 0] },
@@ -425,12 +480,16 @@ function lessonsTable(data: ActivityReportData): Content {
     columns,
     rows,
     `Aucune donnée pour ${scopeSentence(data)}.`,
-    totalsRow(`Total : ${frenchInteger(data.progress.length)} leçons, ${frenchInteger(visits)} visites, temps actif ${minutesWithHours(minutes)}`, columns.length),
+    totalsRow(
+      `Total : ${frenchInteger(data.progress.length)} leçons, ${frenchInteger(visits)} visites, temps actif ${minutesWithHours(minutes)}`,
+      columns.length,
+    ),
   );
 }
 
 function timeSection(data: ActivityReportData, number: number): Content[] {
-  if (data.progress.length === 0) return [emptyBlock({ title: `${number}. Temps passé par leçon` }, `Aucune donnée pour ${scopeSentence(data)}.`)];
+  if (data.progress.length === 0)
+    return [emptyBlock({ title: `${number}. Temps passé par leçon` }, `Aucune donnée pour ${scopeSentence(data)}.`)];
   return [timePerModuleChart(data, number), lessonsTable(data)];
 }
 
@@ -488,8 +547,11 @@ function attendanceSection(data: ActivityReportData, number: number): Content {
       row.signe_formateur,
     ]),
     `Aucune donnée pour ${scopeSentence(data)}.`,
-    totalsRow(`Total : ${frenchInteger(data.attendance.length)} séances, ${frenchInteger(present)} présences validées, `
-      + `durée prévue ${minutesWithHours(planned)}, temps connecté ${minutesWithHours(connected)}`, 7),
+    totalsRow(
+      `Total : ${frenchInteger(data.attendance.length)} séances, ${frenchInteger(present)} présences validées, ` +
+        `durée prévue ${minutesWithHours(planned)}, temps connecté ${minutesWithHours(connected)}`,
+      7,
+    ),
   );
 }
 
@@ -530,7 +592,13 @@ function satisfactionSection(data: ActivityReportData, number: number): Content[
         { header: 'NPS', width: 32, alignment: 'right' },
         { header: 'Commentaire', width: '*' },
       ],
-      data.satisfaction.map((row) => [frenchDate(row.repondu_le), row.programme, outOf(row.note, 5), outOf(row.nps, 10), orMissing(row.verbatim)]),
+      data.satisfaction.map((row) => [
+        frenchDate(row.repondu_le),
+        row.programme,
+        outOf(row.note, 5),
+        outOf(row.nps, 10),
+        orMissing(row.verbatim),
+      ]),
       empty,
     ),
     dataTable(
@@ -561,7 +629,12 @@ function satisfactionSection(data: ActivityReportData, number: number): Content[
         { header: 'Note', width: 30, alignment: 'right' },
         { header: 'Commentaire', width: '*' },
       ],
-      data.lessonRatings.map((row) => [frenchDate(row.soumis_le), lessonCell(row.lecon, row.module, row.programme), outOf(row.note, 5), orMissing(row.commentaire)]),
+      data.lessonRatings.map((row) => [
+        frenchDate(row.soumis_le),
+        lessonCell(row.lecon, row.module, row.programme),
+        outOf(row.note, 5),
+        orMissing(row.commentaire),
+      ]),
       empty,
     ),
   ];
@@ -600,14 +673,17 @@ export function buildActivityReport(data: ActivityReportData): DocumentDefinitio
       creator: 'API partenaires',
       producer: 'API partenaires',
     },
-    header: (currentPage) => currentPage === 1 ? null : {
-      columns: [
-        { text: runningTitle, bold: true, color: colours.brand },
-        { text: data.organisationName, alignment: 'right', color: colours.muted },
-      ],
-      fontSize: 7.5,
-      margin: [pageMargins[0], 24, pageMargins[2], 0],
-    },
+    header: (currentPage) =>
+      currentPage === 1
+        ? null
+        : {
+            columns: [
+              { text: runningTitle, bold: true, color: colours.brand },
+              { text: data.organisationName, alignment: 'right', color: colours.muted },
+            ],
+            fontSize: 7.5,
+            margin: [pageMargins[0], 24, pageMargins[2], 0],
+          },
     footer: (currentPage, pageCount) => ({
       columns: [
         { text: `Généré le ${frenchDateTime(data.generatedAt)} (heure de Paris) · ${data.organisationName}`, color: colours.muted },

@@ -26,9 +26,15 @@ parentPort!.on('message', async ({ id, data }: RenderRequest) => {
   try {
     const rendered = await renderPdf(buildActivityReport(data));
     // Hand the bytes over without a copy, unless they share a pooled buffer with other data.
-    const pdf = rendered.byteOffset === 0 && rendered.byteLength === rendered.buffer.byteLength ? rendered : Uint8Array.prototype.slice.call(rendered);
+    const pdf =
+      rendered.byteOffset === 0 && rendered.byteLength === rendered.buffer.byteLength
+        ? rendered
+        : Uint8Array.prototype.slice.call(rendered);
     parentPort!.postMessage({ id, pdf } satisfies RenderResponse, [pdf.buffer as ArrayBuffer]);
   } catch (error) {
-    parentPort!.postMessage({ id, error: error instanceof Error ? error.stack ?? error.message : String(error) } satisfies RenderResponse);
+    parentPort!.postMessage({
+      id,
+      error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+    } satisfies RenderResponse);
   }
 });

@@ -9,9 +9,17 @@ const latin: Record<string, string> = { ø: 'o', æ: 'ae', œ: 'oe', ß: 'ss', �
 function slug(text: string, keepAccents: boolean): string {
   const letters = keepAccents
     ? text.normalize('NFC').toLowerCase()
-    : text.toLowerCase().replace(/[øæœßłđðþı]/g, (letter) => latin[letter]!).normalize('NFKD').replace(/\p{M}/gu, '');
+    : text
+        .toLowerCase()
+        .replace(/[øæœßłđðþı]/g, (letter) => latin[letter]!)
+        .normalize('NFKD')
+        .replace(/\p{M}/gu, '');
   const allowed = keepAccents ? /[^\p{L}\p{N}]+/gu : /[^a-z0-9]+/g;
-  return letters.replace(allowed, '-').replace(/^-+|-+$/g, '').slice(0, 60).replace(/-+$/, '');
+  return letters
+    .replace(allowed, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 60)
+    .replace(/-+$/, '');
 }
 
 export interface ReportFileName {
@@ -29,6 +37,7 @@ export function pdfAttachmentHeaders(fileName: ReportFileName): Record<string, s
   const ascii = `attachment; filename="${fileName.ascii}"`;
   return {
     'Content-Type': 'application/pdf',
-    'Content-Disposition': fileName.unicode === fileName.ascii ? ascii : `${ascii}; filename*=UTF-8''${encodeURIComponent(fileName.unicode)}`,
+    'Content-Disposition':
+      fileName.unicode === fileName.ascii ? ascii : `${ascii}; filename*=UTF-8''${encodeURIComponent(fileName.unicode)}`,
   };
 }

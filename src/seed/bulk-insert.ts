@@ -5,7 +5,13 @@ import type { DB } from '../../db/connection';
 export type ColumnKind = 'uuid' | 'text' | 'int' | 'bool' | 'numeric' | 'inet' | 'date' | 'text[]' | 'time';
 
 const arrayType: Record<ColumnKind, string> = {
-  uuid: 'uuid[]', text: 'text[]', int: 'int[]', bool: 'bool[]', numeric: 'numeric[]', inet: 'inet[]', date: 'date[]',
+  uuid: 'uuid[]',
+  text: 'text[]',
+  int: 'int[]',
+  bool: 'bool[]',
+  numeric: 'numeric[]',
+  inet: 'inet[]',
+  date: 'date[]',
   // text[] cells cannot go through unnest (it flattens arrays): they travel as JSON text.
   'text[]': 'text[]',
   // Timestamps travel as epoch milliseconds: numbers are far cheaper to send than text.
@@ -52,7 +58,10 @@ export class RowBuffer {
   /** Rows taken so far. */
   taken = 0;
 
-  constructor(readonly table: string, columns: Record<string, ColumnKind>) {
+  constructor(
+    readonly table: string,
+    columns: Record<string, ColumnKind>,
+  ) {
     this.names = Object.keys(columns);
     this.kinds = Object.values(columns);
     this.columns = this.names.map(() => []);
@@ -90,8 +99,10 @@ export async function writeBatch(db: DB, batch: RowBatch, rowsPerStatement = 10_
   });
   const names = sql.join(batch.names.map((n) => sql.ref(n)));
   for (let start = 0; start < total; start += rowsPerStatement) {
-    const params = batch.columns.map((column, i) =>
-      sql`${arrayLiteral(batch.kinds[i]!, column.slice(start, start + rowsPerStatement))}::${sql.raw(arrayType[batch.kinds[i]!])}`);
+    const params = batch.columns.map(
+      (column, i) =>
+        sql`${arrayLiteral(batch.kinds[i]!, column.slice(start, start + rowsPerStatement))}::${sql.raw(arrayType[batch.kinds[i]!])}`,
+    );
     await sql`insert into ${sql.table(batch.table)} (${names})
       select ${sql.join(selected)} from unnest(${sql.join(params)}) as u(${names})`.execute(db);
   }

@@ -20,7 +20,10 @@ export class ParisCalendar {
   readonly days: number;
 
   /** The whole Paris days from 1 January of `firstYear` to `until`. */
-  constructor(readonly firstYear: number, until: Date) {
+  constructor(
+    readonly firstYear: number,
+    until: Date,
+  ) {
     const midnightOf = (day: number) => Date.UTC(firstYear, 0, 1 + day) - parisOffsetMinutes(Date.UTC(firstYear, 0, 1 + day, 12)) * 60_000;
     // Whole days only: a day is in when it has ended by `until` (no activity after `until`).
     for (let day = 0; midnightOf(day + 1) <= until.getTime(); day++) this.midnights.push(midnightOf(day));

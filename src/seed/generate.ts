@@ -32,49 +32,200 @@ export interface SeedResult {
   rows: Record<string, number>;
 }
 
-interface Question { id: string; position: number; correct: string }
+interface Question {
+  id: string;
+  position: number;
+  correct: string;
+}
 interface Lesson {
-  id: string; index: number; estimatedMinutes: number; hasQuiz: boolean; isMilestone: boolean; passScore: number; questions: Question[];
+  id: string;
+  index: number;
+  estimatedMinutes: number;
+  hasQuiz: boolean;
+  isMilestone: boolean;
+  passScore: number;
+  questions: Question[];
   options: string[][];
 }
-interface Programme { id: string; index: number; slug: string; template: ProgrammeTemplate; lessons: Lesson[]; moduleTopics: string[] }
-interface SessionSlot { id: string; attendees: number }
+interface Programme {
+  id: string;
+  index: number;
+  slug: string;
+  template: ProgrammeTemplate;
+  lessons: Lesson[];
+  moduleTopics: string[];
+}
+interface SessionSlot {
+  id: string;
+  attendees: number;
+}
 /** How a learner studies: pace (days between sessions), skill, drop-out risk, lab use, devices. */
-interface Traits { gap: number; skill: number; dropRate: number; labUser: boolean; agents: (string | null)[]; ips: string[] }
+interface Traits {
+  gap: number;
+  skill: number;
+  dropRate: number;
+  labUser: boolean;
+  agents: (string | null)[];
+  ips: string[];
+}
 
 const dayEnd = 23 * 60 + 59;
 const learnersPerBatch = 250;
 
 /** Accents off, lower case, words joined by dashes: the local part of a generated email. */
 function emailWord(text: string): string {
-  return text.normalize('NFD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+  return text
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
 }
 
 function buffers() {
   return {
     accounts: new RowBuffer('accounts', { id: 'uuid', email: 'text', name: 'text', created_at: 'time', first_login_at: 'time' }),
-    memberships: new RowBuffer('memberships', { id: 'uuid', org_id: 'uuid', account_id: 'uuid', status: 'text', invited_at: 'time', joined_at: 'time', created_at: 'time' }),
-    licences: new RowBuffer('licences', { org_id: 'uuid', type: 'text', status: 'text', membership_id: 'uuid', assigned_at: 'time', activated_at: 'time', revoked_at: 'time', created_at: 'time' }),
-    programme_enrolments: new RowBuffer('programme_enrolments', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', enrolled_at: 'time' }),
-    tutoring_sessions: new RowBuffer('tutoring_sessions', { id: 'uuid', org_id: 'uuid', programme_id: 'uuid', title: 'text', starts_at: 'time', planned_minutes: 'int', trainer_name: 'text' }),
-    tutoring_attendance: new RowBuffer('tutoring_attendance', { id: 'uuid', org_id: 'uuid', session_id: 'uuid', membership_id: 'uuid', present: 'bool', connected_minutes: 'int', signed_by_learner: 'bool', signed_by_trainer: 'bool' }),
+    memberships: new RowBuffer('memberships', {
+      id: 'uuid',
+      org_id: 'uuid',
+      account_id: 'uuid',
+      status: 'text',
+      invited_at: 'time',
+      joined_at: 'time',
+      created_at: 'time',
+    }),
+    licences: new RowBuffer('licences', {
+      org_id: 'uuid',
+      type: 'text',
+      status: 'text',
+      membership_id: 'uuid',
+      assigned_at: 'time',
+      activated_at: 'time',
+      revoked_at: 'time',
+      created_at: 'time',
+    }),
+    programme_enrolments: new RowBuffer('programme_enrolments', {
+      id: 'uuid',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      enrolled_at: 'time',
+    }),
+    tutoring_sessions: new RowBuffer('tutoring_sessions', {
+      id: 'uuid',
+      org_id: 'uuid',
+      programme_id: 'uuid',
+      title: 'text',
+      starts_at: 'time',
+      planned_minutes: 'int',
+      trainer_name: 'text',
+    }),
+    tutoring_attendance: new RowBuffer('tutoring_attendance', {
+      id: 'uuid',
+      org_id: 'uuid',
+      session_id: 'uuid',
+      membership_id: 'uuid',
+      present: 'bool',
+      connected_minutes: 'int',
+      signed_by_learner: 'bool',
+      signed_by_trainer: 'bool',
+    }),
     activity_intervals: new RowBuffer('activity_intervals', {
-      org_id: 'uuid', membership_id: 'uuid', kind: 'text', started_at: 'time', ended_at: 'time', programme_id: 'uuid', lesson_id: 'uuid', attendance_id: 'uuid', opens_visit: 'bool',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      kind: 'text',
+      started_at: 'time',
+      ended_at: 'time',
+      programme_id: 'uuid',
+      lesson_id: 'uuid',
+      attendance_id: 'uuid',
+      opens_visit: 'bool',
     }),
-    logins: new RowBuffer('logins', { org_id: 'uuid', membership_id: 'uuid', started_at: 'time', ended_at: 'time', ip: 'inet', user_agent: 'text' }),
+    logins: new RowBuffer('logins', {
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      started_at: 'time',
+      ended_at: 'time',
+      ip: 'inet',
+      user_agent: 'text',
+    }),
     lesson_progress: new RowBuffer('lesson_progress', {
-      org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', lesson_id: 'uuid', viewed: 'bool', viewed_at: 'time', visits: 'int', active_seconds: 'int', first_visit_at: 'time', last_visit_at: 'time',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      lesson_id: 'uuid',
+      viewed: 'bool',
+      viewed_at: 'time',
+      visits: 'int',
+      active_seconds: 'int',
+      first_visit_at: 'time',
+      last_visit_at: 'time',
     }),
-    quiz_attempts: new RowBuffer('quiz_attempts', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', lesson_id: 'uuid', attempt_no: 'int', score: 'int', passed: 'bool', completed_at: 'time' }),
+    quiz_attempts: new RowBuffer('quiz_attempts', {
+      id: 'uuid',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      lesson_id: 'uuid',
+      attempt_no: 'int',
+      score: 'int',
+      passed: 'bool',
+      completed_at: 'time',
+    }),
     quiz_answers: new RowBuffer('quiz_answers', {
-      org_id: 'uuid', attempt_id: 'uuid', question_id: 'uuid', position: 'int', chosen_option: 'text', is_correct: 'bool', answered_at: 'time',
+      org_id: 'uuid',
+      attempt_id: 'uuid',
+      question_id: 'uuid',
+      position: 'int',
+      chosen_option: 'text',
+      is_correct: 'bool',
+      answered_at: 'time',
       // What the copying trigger fills in when triggers run.
-      membership_id: 'uuid', programme_id: 'uuid', attempt_no: 'int', attempt_day: 'date',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      attempt_no: 'int',
+      attempt_day: 'date',
     }),
-    documents: new RowBuffer('documents', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', type: 'text', issued_at: 'time', hours: 'numeric', completion_score: 'int' }),
-    satisfaction_surveys: new RowBuffer('satisfaction_surveys', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', rating: 'int', nps: 'int', verbatim: 'text', answered_at: 'time' }),
-    tutoring_ratings: new RowBuffer('tutoring_ratings', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', session_id: 'uuid', session_rating: 'int', trainer_rating: 'int', comment: 'text', submitted_at: 'time' }),
-    lesson_ratings: new RowBuffer('lesson_ratings', { id: 'uuid', org_id: 'uuid', membership_id: 'uuid', programme_id: 'uuid', lesson_id: 'uuid', rating: 'int', comment: 'text', submitted_at: 'time' }),
+    documents: new RowBuffer('documents', {
+      id: 'uuid',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      type: 'text',
+      issued_at: 'time',
+      hours: 'numeric',
+      completion_score: 'int',
+    }),
+    satisfaction_surveys: new RowBuffer('satisfaction_surveys', {
+      id: 'uuid',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      rating: 'int',
+      nps: 'int',
+      verbatim: 'text',
+      answered_at: 'time',
+    }),
+    tutoring_ratings: new RowBuffer('tutoring_ratings', {
+      id: 'uuid',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      session_id: 'uuid',
+      session_rating: 'int',
+      trainer_rating: 'int',
+      comment: 'text',
+      submitted_at: 'time',
+    }),
+    lesson_ratings: new RowBuffer('lesson_ratings', {
+      id: 'uuid',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      lesson_id: 'uuid',
+      rating: 'int',
+      comment: 'text',
+      submitted_at: 'time',
+    }),
   };
 }
 type Buffers = ReturnType<typeof buffers>;
@@ -84,12 +235,36 @@ async function writeCatalogue(db: DB, orgId: string, ids: Random, random: Random
   const tables = {
     programmes: new RowBuffer('programmes', { id: 'uuid', org_id: 'uuid', slug: 'text', title: 'text' }),
     courses: new RowBuffer('courses', { id: 'uuid', org_id: 'uuid', programme_id: 'uuid', position: 'int', title: 'text' }),
-    modules: new RowBuffer('modules', { id: 'uuid', org_id: 'uuid', programme_id: 'uuid', course_id: 'uuid', position: 'int', title: 'text' }),
-    lessons: new RowBuffer('lessons', {
-      id: 'uuid', org_id: 'uuid', programme_id: 'uuid', module_id: 'uuid', position: 'int', key: 'text', title: 'text',
-      estimated_minutes: 'int', has_quiz: 'bool', is_milestone: 'bool', pass_score: 'int',
+    modules: new RowBuffer('modules', {
+      id: 'uuid',
+      org_id: 'uuid',
+      programme_id: 'uuid',
+      course_id: 'uuid',
+      position: 'int',
+      title: 'text',
     }),
-    quiz_questions: new RowBuffer('quiz_questions', { id: 'uuid', org_id: 'uuid', lesson_id: 'uuid', position: 'int', wording: 'text', options: 'text[]', correct_option: 'text' }),
+    lessons: new RowBuffer('lessons', {
+      id: 'uuid',
+      org_id: 'uuid',
+      programme_id: 'uuid',
+      module_id: 'uuid',
+      position: 'int',
+      key: 'text',
+      title: 'text',
+      estimated_minutes: 'int',
+      has_quiz: 'bool',
+      is_milestone: 'bool',
+      pass_score: 'int',
+    }),
+    quiz_questions: new RowBuffer('quiz_questions', {
+      id: 'uuid',
+      org_id: 'uuid',
+      lesson_id: 'uuid',
+      position: 'int',
+      wording: 'text',
+      options: 'text[]',
+      correct_option: 'text',
+    }),
   };
   const programmes = programmeTemplates.map((template, index) => {
     const programme: Programme = { id: ids.uuid(), index, slug: template.slug, template, lessons: [], moduleTopics: [] };
@@ -104,14 +279,35 @@ async function writeCatalogue(db: DB, orgId: string, ids: Random, random: Random
         tables.modules.add(moduleId, orgId, programme.id, courseId, modulePosition, module.title);
         const topic = module.title.replace(/^Module \d+ — /, '');
         programme.moduleTopics.push(topic);
-        const titles = [...module.lessons.map((title) => ({ title, kind: 'lesson' })), { title: `Quiz — ${topic}`, kind: 'quiz' }, { title: `Bilan du module ${modulePosition}`, kind: 'milestone' }];
+        const titles = [
+          ...module.lessons.map((title) => ({ title, kind: 'lesson' })),
+          { title: `Quiz — ${topic}`, kind: 'quiz' },
+          { title: `Bilan du module ${modulePosition}`, kind: 'milestone' },
+        ];
         titles.forEach(({ title, kind }, lessonIndex) => {
           const lesson: Lesson = {
-            id: ids.uuid(), index: programme.lessons.length, estimatedMinutes: kind === 'lesson' ? random.int(8, 25) : kind === 'quiz' ? 10 : 5,
-            hasQuiz: kind === 'quiz', isMilestone: kind === 'milestone', passScore: 70, questions: [], options: [],
+            id: ids.uuid(),
+            index: programme.lessons.length,
+            estimatedMinutes: kind === 'lesson' ? random.int(8, 25) : kind === 'quiz' ? 10 : 5,
+            hasQuiz: kind === 'quiz',
+            isMilestone: kind === 'milestone',
+            passScore: 70,
+            questions: [],
+            options: [],
           };
-          tables.lessons.add(lesson.id, orgId, programme.id, moduleId, lessonIndex + 1, `${template.slug}-m${modulePosition}-l${lessonIndex + 1}`, title,
-            lesson.estimatedMinutes, lesson.hasQuiz, lesson.isMilestone, lesson.passScore);
+          tables.lessons.add(
+            lesson.id,
+            orgId,
+            programme.id,
+            moduleId,
+            lessonIndex + 1,
+            `${template.slug}-m${modulePosition}-l${lessonIndex + 1}`,
+            title,
+            lesson.estimatedMinutes,
+            lesson.hasQuiz,
+            lesson.isMilestone,
+            lesson.passScore,
+          );
           if (lesson.hasQuiz) {
             random.sample(template.questions, Math.min(template.questions.length, random.int(5, 8))).forEach((question, questionIndex) => {
               const options = random.sample(question.options, question.options.length);
@@ -131,7 +327,12 @@ async function writeCatalogue(db: DB, orgId: string, ids: Random, random: Random
   return programmes;
 }
 
-interface Identity { accountId: string; membershipId: string; name: string; email: string }
+interface Identity {
+  accountId: string;
+  membershipId: string;
+  name: string;
+  email: string;
+}
 
 /** Names and emails of the learners, unique in the organisation and across the platform's accounts. */
 async function identities(db: DB, count: number, random: Random, ids: Random, allowedDomains: string[]): Promise<Identity[]> {
@@ -139,9 +340,20 @@ async function identities(db: DB, count: number, random: Random, ids: Random, al
   const people = Array.from({ length: count }, () => {
     const first = random.pick(words.firstNames);
     const last = random.pick(words.lastNames);
-    const domain = allowedDomains.length > 0 ? random.pick(allowedDomains)
-      : random.chance(0.25) ? random.pick(words.companyDomains) : random.weighted(words.mailDomains);
-    return { accountId: ids.uuid(), membershipId: ids.uuid(), name: `${first} ${last}`, local: `${emailWord(first)}.${emailWord(last)}`, domain, email: '' };
+    const domain =
+      allowedDomains.length > 0
+        ? random.pick(allowedDomains)
+        : random.chance(0.25)
+          ? random.pick(words.companyDomains)
+          : random.weighted(words.mailDomains);
+    return {
+      accountId: ids.uuid(),
+      membershipId: ids.uuid(),
+      name: `${first} ${last}`,
+      local: `${emailWord(first)}.${emailWord(last)}`,
+      domain,
+      email: '',
+    };
   });
   const place = (person: (typeof people)[number]) => {
     for (let n = 1; ; n++) {
@@ -171,7 +383,15 @@ async function identities(db: DB, count: number, random: Random, ids: Random, al
 
 /** One lesson of a programme as the learner has left it so far. */
 interface LessonState {
-  visits: number; seconds: number; first: Date | null; last: Date | null; viewed: boolean; viewedAt: Date | null; attempts: number; best: number; rated: boolean;
+  visits: number;
+  seconds: number;
+  first: Date | null;
+  last: Date | null;
+  viewed: boolean;
+  viewedAt: Date | null;
+  attempts: number;
+  best: number;
+  rated: boolean;
 }
 
 /** A learner's way through one programme: the lessons' state, the next lesson, a quiz to retake. */
@@ -201,13 +421,23 @@ class LearnerSimulation {
     const { calendar, out, orgId } = world;
     const lastDay = calendar.days - 1;
     const ordinary = this.story === 'ordinary';
-    const status = ordinary ? r.weighted([['actif', 82], ['invité', 10], ['suspendu', 8]] as const) : 'actif';
+    const status = ordinary
+      ? r.weighted([
+          ['actif', 82],
+          ['invité', 10],
+          ['suspendu', 8],
+        ] as const)
+      : 'actif';
     // A few learners of the first year; the others over the last two years, as a live platform.
     const recentFrom = calendar.dayOf(calendar.firstYear + 1, 1, 1);
     const storyPlans = this.story === 'ordinary' ? null : plannedProgrammes(this.story, calendar, world.programmes, r);
-    const joinDay = storyPlans?.[0]?.startDay
-      ?? (status === 'invité' ? r.int(Math.max(0, lastDay - 150), lastDay)
-        : r.chance(0.12) ? r.int(0, recentFrom - 1) : r.int(recentFrom, Math.max(recentFrom, lastDay - 14)));
+    const joinDay =
+      storyPlans?.[0]?.startDay ??
+      (status === 'invité'
+        ? r.int(Math.max(0, lastDay - 150), lastDay)
+        : r.chance(0.12)
+          ? r.int(0, recentFrom - 1)
+          : r.int(recentFrom, Math.max(recentFrom, lastDay - 14)));
     const invitedFirst = status === 'invité' || r.chance(0.75);
     const inviteDay = invitedFirst ? (status === 'invité' ? joinDay : Math.max(0, joinDay - r.int(0, 6))) : null;
     const inviteMinute = r.int(8 * 60, 18 * 60);
@@ -220,10 +450,31 @@ class LearnerSimulation {
     // Study happens on whole days before the suspension, if any.
     const activityEnd = suspendedDay ?? calendar.days;
 
-    const plans: ProgrammePlan<Programme>[] = storyPlans ?? r.sample(world.programmes.flatMap((p) => Array.from({ length: p.template.popularity }, () => p)), 20)
-      .filter((p, i, all) => all.indexOf(p) === i).slice(0, r.weighted([[1, 40], [2, 35], [3, 25]] as const))
-      .map((programme, order) => ({ programme, startDay: order === 0 ? joinDay : joinDay + r.int(15, 200), until: activityEnd, pace: null }));
-    const tutored = ordinary ? plans.some((p) => p.programme.template.tutored) && r.chance(0.35) : plans.some((p) => p.programme.template.tutored);
+    const plans: ProgrammePlan<Programme>[] =
+      storyPlans ??
+      r
+        .sample(
+          world.programmes.flatMap((p) => Array.from({ length: p.template.popularity }, () => p)),
+          20,
+        )
+        .filter((p, i, all) => all.indexOf(p) === i)
+        .slice(
+          0,
+          r.weighted([
+            [1, 40],
+            [2, 35],
+            [3, 25],
+          ] as const),
+        )
+        .map((programme, order) => ({
+          programme,
+          startDay: order === 0 ? joinDay : joinDay + r.int(15, 200),
+          until: activityEnd,
+          pace: null,
+        }));
+    const tutored = ordinary
+      ? plans.some((p) => p.programme.template.tutored) && r.chance(0.35)
+      : plans.some((p) => p.programme.template.tutored);
     this.traits = {
       gap: r.pick([1, 2, 3, 4, 6, 9]),
       skill: 0.45 + r.next() * 0.5,
@@ -242,7 +493,16 @@ class LearnerSimulation {
       const pifDay = startDay + r.int(0, 2);
       if (pifDay <= lastDay) {
         const estimated = programme.lessons.reduce((sum, lesson) => sum + lesson.estimatedMinutes, 0) / 60;
-        out.documents.add(world.ids.uuid(), orgId, person.membershipId, programme.id, 'PIF', calendar.at(pifDay, r.int(8 * 60, 19 * 60)), Math.round(estimated * 2) / 2, null);
+        out.documents.add(
+          world.ids.uuid(),
+          orgId,
+          person.membershipId,
+          programme.id,
+          'PIF',
+          calendar.at(pifDay, r.int(8 * 60, 19 * 60)),
+          Math.round(estimated * 2) / 2,
+          null,
+        );
       }
       if (!active) return;
       const until = Math.min(plan.until, activityEnd);
@@ -254,14 +514,23 @@ class LearnerSimulation {
     this.logins.sort((a, b) => a.start.getTime() - b.start.getTime());
     const firstLogin = this.logins[0]?.start ?? null;
     const last = this.logins[this.logins.length - 1];
-    if (last && status === 'actif' && last.start.getTime() > calendar.at(Math.max(0, lastDay - 6), 0).getTime() && r.chance(0.2)) last.end = null;
+    if (last && status === 'actif' && last.start.getTime() > calendar.at(Math.max(0, lastDay - 6), 0).getTime() && r.chance(0.2))
+      last.end = null;
     for (const login of this.logins) out.logins.add(orgId, person.membershipId, login.start, login.end, login.ip, login.agent);
     const name = status === 'invité' && r.chance(0.8) ? null : person.name;
     out.accounts.add(person.accountId, person.email, name, since, firstLogin);
     out.memberships.add(person.membershipId, orgId, person.accountId, status, invitedAt, joinedAt, since);
     const licenceStatus = status === 'suspendu' ? 'révoquée' : firstLogin ? 'activée' : 'attribuée';
-    out.licences.add(orgId, tutored ? 'tutorat' : 'standard', licenceStatus, person.membershipId, since, firstLogin,
-      suspendedDay === null ? null : calendar.at(suspendedDay, r.int(9 * 60, 18 * 60)), since);
+    out.licences.add(
+      orgId,
+      tutored ? 'tutorat' : 'standard',
+      licenceStatus,
+      person.membershipId,
+      since,
+      firstLogin,
+      suspendedDay === null ? null : calendar.at(suspendedDay, r.int(9 * 60, 18 * 60)),
+      since,
+    );
     world.licencesUsed[tutored ? 'tutorat' : 'standard']++;
   }
 
@@ -278,7 +547,12 @@ class LearnerSimulation {
   /** A login from a minute of a day to another (past midnight when the minute is beyond 24 h). */
   private login(day: number, startMinute: number, endMinute: number): void {
     const ip = this.r.chance(0.8) ? this.traits.ips[0]! : this.r.pick(this.traits.ips);
-    this.logins.push({ start: this.world.calendar.at(day, startMinute), end: this.world.calendar.at(day, endMinute), ip, agent: this.r.pick(this.traits.agents) });
+    this.logins.push({
+      start: this.world.calendar.at(day, startMinute),
+      end: this.world.calendar.at(day, endMinute),
+      ip,
+      agent: this.r.pick(this.traits.agents),
+    });
   }
 
   /** The ordinary learner's rhythm: a session every few days, one to three lessons each, and a risk of dropping out. */
@@ -296,7 +570,17 @@ class LearnerSimulation {
     const { r } = this;
     const course: Course = {
       programme,
-      lessons: programme.lessons.map(() => ({ visits: 0, seconds: 0, first: null, last: null, viewed: false, viewedAt: null, attempts: 0, best: -1, rated: false })),
+      lessons: programme.lessons.map(() => ({
+        visits: 0,
+        seconds: 0,
+        first: null,
+        last: null,
+        viewed: false,
+        viewedAt: null,
+        attempts: 0,
+        best: -1,
+        rated: false,
+      })),
       next: 0,
       pendingQuiz: null,
     };
@@ -335,8 +619,14 @@ class LearnerSimulation {
     const { programme } = course;
     const lessons = programme.lessons;
     const pastMidnight = calendar.isNewYearsEve(day) && day + 1 < calendar.days && r.chance(this.story === 'ordinary' ? 0.5 : 1);
-    const start = pastMidnight ? 23 * 60 + r.int(20, 40)
-      : r.weighted([[r.int(8 * 60, 11 * 60 + 30), 35], [r.int(12 * 60, 13 * 60 + 30), 15], [r.int(14 * 60, 17 * 60 + 30), 30], [r.int(18 * 60, 20 * 60 + 30), 20]] as const);
+    const start = pastMidnight
+      ? 23 * 60 + r.int(20, 40)
+      : r.weighted([
+          [r.int(8 * 60, 11 * 60 + 30), 35],
+          [r.int(12 * 60, 13 * 60 + 30), 15],
+          [r.int(14 * 60, 17 * 60 + 30), 30],
+          [r.int(18 * 60, 20 * 60 + 30), 20],
+        ] as const);
     // The last minute a reading may end and a quiz may finish.
     const [readingLimit, quizLimit] = pastMidnight ? [24 * 60 + 75, 24 * 60 + 90] : [23 * 60 + 30, dayEnd];
     let t = start;
@@ -346,13 +636,16 @@ class LearnerSimulation {
       const lesson = lessons[index]!;
       const state = course.lessons[index]!;
       // Past midnight, the first reading is long enough to cross it.
-      const reading = Math.max(pastMidnight && visited === 0 ? 24 * 60 - t + r.int(8, 25) : 3, Math.round(lesson.estimatedMinutes * (0.6 + r.next() * 1.2)));
+      const reading = Math.max(
+        pastMidnight && visited === 0 ? 24 * 60 - t + r.int(8, 25) : 3,
+        Math.round(lesson.estimatedMinutes * (0.6 + r.next() * 1.2)),
+      );
       // Reading comes in one to five stretches of activity with idle pauses between them.
       const stretches = reading >= 8 ? r.int(1, Math.min(5, Math.floor(reading / 4))) : 1;
       const pieces: [number, number][] = [];
       let clock = t;
       for (let piece = 0, left = reading; piece < stretches; piece++) {
-        const length = piece === stretches - 1 ? left : Math.max(2, Math.round(left / (stretches - piece) * (0.6 + r.next() * 0.8)));
+        const length = piece === stretches - 1 ? left : Math.max(2, Math.round((left / (stretches - piece)) * (0.6 + r.next() * 0.8)));
         pieces.push([clock, clock + length]);
         left -= length;
         clock += length + (piece < stretches - 1 ? r.int(1, 4) : 0);
@@ -382,12 +675,33 @@ class LearnerSimulation {
             if (right) correct++;
             const options = lesson.options[q]!;
             const chosen = right ? question.correct : r.pick(options.filter((o) => o !== question.correct));
-            out.quiz_answers.add(orgId, attemptId, question.id, question.position, chosen, right, calendar.at(day, startOfQuiz + q + 1),
-              person.membershipId, programme.id, attemptNo, calendar.dateAt(day, clock));
+            out.quiz_answers.add(
+              orgId,
+              attemptId,
+              question.id,
+              question.position,
+              chosen,
+              right,
+              calendar.at(day, startOfQuiz + q + 1),
+              person.membershipId,
+              programme.id,
+              attemptNo,
+              calendar.dateAt(day, clock),
+            );
           });
           const score = questions === 0 ? 100 : Math.round((100 * correct) / questions);
           const passed = score >= lesson.passScore;
-          out.quiz_attempts.add(attemptId, orgId, person.membershipId, programme.id, lesson.id, attemptNo, score, passed, calendar.at(day, clock));
+          out.quiz_attempts.add(
+            attemptId,
+            orgId,
+            person.membershipId,
+            programme.id,
+            lesson.id,
+            attemptNo,
+            score,
+            passed,
+            calendar.at(day, clock),
+          );
           state.best = Math.max(state.best, score);
           if (passed || state.attempts >= 4) break;
           if (!r.chance(0.5)) {
@@ -401,14 +715,38 @@ class LearnerSimulation {
       }
       if (lesson.isMilestone && state.viewed && !state.rated && r.chance(0.45)) {
         state.rated = true;
-        out.lesson_ratings.add(world.ids.uuid(), orgId, person.membershipId, programme.id, lesson.id, r.weighted([[5, 40], [4, 38], [3, 15], [2, 5], [1, 2]] as const),
-          r.chance(0.3) ? r.pick(words.lessonComments) : null, calendar.at(day, clock));
+        out.lesson_ratings.add(
+          world.ids.uuid(),
+          orgId,
+          person.membershipId,
+          programme.id,
+          lesson.id,
+          r.weighted([
+            [5, 40],
+            [4, 38],
+            [3, 15],
+            [2, 5],
+            [1, 2],
+          ] as const),
+          r.chance(0.3) ? r.pick(words.lessonComments) : null,
+          calendar.at(day, clock),
+        );
       }
       // The quiz, if any, continues the last stretch; the first stretch opens the visit.
       pieces[pieces.length - 1]![1] = clock;
       pieces.forEach(([from, to], piece) => {
         state.seconds += (to - from) * 60;
-        out.activity_intervals.add(orgId, person.membershipId, 'cours', calendar.at(day, from), calendar.at(day, to), programme.id, lesson.id, null, piece === 0);
+        out.activity_intervals.add(
+          orgId,
+          person.membershipId,
+          'cours',
+          calendar.at(day, from),
+          calendar.at(day, to),
+          programme.id,
+          lesson.id,
+          null,
+          piece === 0,
+        );
       });
       while (course.next < lessons.length && course.lessons[course.next]!.viewed) course.next++;
       t = clock + r.int(0, 4);
@@ -418,8 +756,20 @@ class LearnerSimulation {
     // Year's Eve stays open past midnight).
     if (traits.labUser && (pastMidnight || r.chance(0.4)) && t > start) {
       const labStart = r.int(start, Math.max(start, t - 3));
-      const labEnd = pastMidnight ? Math.max(labStart + 5, Math.min(quizLimit - 2, 24 * 60 + r.int(5, 30))) : Math.min(dayEnd - 2, labStart + r.int(5, 45));
-      out.activity_intervals.add(orgId, person.membershipId, 'labia', calendar.at(day, labStart), calendar.at(day, labEnd), programme.id, null, null, false);
+      const labEnd = pastMidnight
+        ? Math.max(labStart + 5, Math.min(quizLimit - 2, 24 * 60 + r.int(5, 30)))
+        : Math.min(dayEnd - 2, labStart + r.int(5, 45));
+      out.activity_intervals.add(
+        orgId,
+        person.membershipId,
+        'labia',
+        calendar.at(day, labStart),
+        calendar.at(day, labEnd),
+        programme.id,
+        null,
+        null,
+        false,
+      );
       end = Math.max(end, labEnd);
     }
     end = Math.min(quizLimit, end + r.int(0, 5));
@@ -437,8 +787,18 @@ class LearnerSimulation {
     const { world, person } = this;
     course.lessons.forEach((s, index) => {
       if (s.visits === 0) return;
-      world.out.lesson_progress.add(world.orgId, person.membershipId, course.programme.id, course.programme.lessons[index]!.id,
-        s.viewed, s.viewedAt, s.visits, s.seconds, s.first, s.last);
+      world.out.lesson_progress.add(
+        world.orgId,
+        person.membershipId,
+        course.programme.id,
+        course.programme.lessons[index]!.id,
+        s.viewed,
+        s.viewedAt,
+        s.visits,
+        s.seconds,
+        s.first,
+        s.last,
+      );
     });
   }
 
@@ -450,17 +810,40 @@ class LearnerSimulation {
     const quizzes = programme.lessons.filter((lesson) => lesson.hasQuiz).map((lesson) => Math.max(0, course.lessons[lesson.index]!.best));
     const score = quizzes.length === 0 ? 100 : Math.round(quizzes.reduce((a, b) => a + b, 0) / quizzes.length);
     const hours = Math.round(course.lessons.reduce((sum, s) => sum + s.seconds, 0) / 360) / 10;
-    world.out.documents.add(world.ids.uuid(), world.orgId, person.membershipId, programme.id, 'Attestation', world.calendar.at(day, minute), hours, score);
+    world.out.documents.add(
+      world.ids.uuid(),
+      world.orgId,
+      person.membershipId,
+      programme.id,
+      'Attestation',
+      world.calendar.at(day, minute),
+      hours,
+      score,
+    );
     if (r.chance(0.7)) this.survey(programme, day + r.int(0, 10), world.calendar.days);
   }
 
   private survey(programme: Programme, day: number, limit: number): void {
     const { r, world, person } = this;
     if (day >= Math.min(limit, world.calendar.days)) return;
-    const rating = r.weighted([[5, 45], [4, 35], [3, 13], [2, 5], [1, 2]] as const);
+    const rating = r.weighted([
+      [5, 45],
+      [4, 35],
+      [3, 13],
+      [2, 5],
+      [1, 2],
+    ] as const);
     const nps = Math.min(10, Math.max(0, [0, 2, 4, 6, 8, 9][rating]! + r.int(-1, 1) + (rating === 5 ? r.int(0, 1) : 0)));
-    world.out.satisfaction_surveys.add(world.ids.uuid(), world.orgId, person.membershipId, programme.id, rating, nps,
-      r.chance(0.55) ? r.pick(words.surveyVerbatims) : null, world.calendar.at(day, r.int(8 * 60, 21 * 60)));
+    world.out.satisfaction_surveys.add(
+      world.ids.uuid(),
+      world.orgId,
+      person.membershipId,
+      programme.id,
+      rating,
+      nps,
+      r.chance(0.55) ? r.pick(words.surveyVerbatims) : null,
+      world.calendar.at(day, r.int(8 * 60, 21 * 60)),
+    );
   }
 
   /**
@@ -494,16 +877,56 @@ class LearnerSimulation {
     const late = present ? r.int(0, 10) : 0;
     const connected = present ? Math.max(15, planned - late - r.int(0, 10)) : 0;
     const attendanceId = world.ids.uuid();
-    out.tutoring_attendance.add(attendanceId, orgId, sessionId, person.membershipId, present, connected, present && r.chance(0.92), present && r.chance(0.97));
+    out.tutoring_attendance.add(
+      attendanceId,
+      orgId,
+      sessionId,
+      person.membershipId,
+      present,
+      connected,
+      present && r.chance(0.92),
+      present && r.chance(0.97),
+    );
     if (!present) return;
     // The tutoring interval is exactly the connected time, so temps_tutorat_min fits in temps_actif_min.
-    out.activity_intervals.add(orgId, person.membershipId, 'tutorat', calendar.at(day, minute + late), calendar.at(day, minute + late + connected), programme.id, null, attendanceId, false);
+    out.activity_intervals.add(
+      orgId,
+      person.membershipId,
+      'tutorat',
+      calendar.at(day, minute + late),
+      calendar.at(day, minute + late + connected),
+      programme.id,
+      null,
+      attendanceId,
+      false,
+    );
     if (!this.studyDays.has(day)) this.login(day, minute + late - r.int(0, 3), minute + late + connected + r.int(0, 3));
     if (r.chance(0.5)) {
       const legacy = day < world.legacyUntilDay;
-      out.tutoring_ratings.add(world.ids.uuid(), orgId, person.membershipId, sessionId, legacy ? null : r.weighted([[5, 45], [4, 35], [3, 14], [2, 4], [1, 2]] as const),
-        r.weighted([[5, 50], [4, 33], [3, 12], [2, 3], [1, 2]] as const), r.chance(0.35) ? r.pick(words.tutoringComments) : null,
-        calendar.at(day, Math.max(minute + planned + 5, Math.min(dayEnd, minute + planned + r.int(5, 240)))));
+      out.tutoring_ratings.add(
+        world.ids.uuid(),
+        orgId,
+        person.membershipId,
+        sessionId,
+        legacy
+          ? null
+          : r.weighted([
+              [5, 45],
+              [4, 35],
+              [3, 14],
+              [2, 4],
+              [1, 2],
+            ] as const),
+        r.weighted([
+          [5, 50],
+          [4, 33],
+          [3, 12],
+          [2, 3],
+          [1, 2],
+        ] as const),
+        r.chance(0.35) ? r.pick(words.tutoringComments) : null,
+        calendar.at(day, Math.max(minute + planned + 5, Math.min(dayEnd, minute + planned + r.int(5, 240)))),
+      );
     }
   }
 }
@@ -536,8 +959,15 @@ class World {
       groups.push(group);
       const title = topic ?? programme.moduleTopics[Math.floor(day / 14) % programme.moduleTopics.length]!;
       const number = groups.length;
-      this.out.tutoring_sessions.add(group.id, this.orgId, programme.id, `Atelier tutoré — ${title}${number > 1 ? ` (groupe ${number})` : ''}`,
-        this.calendar.at(day, minute), planned, trainerNames[(programme.index * 3 + number) % trainerNames.length]);
+      this.out.tutoring_sessions.add(
+        group.id,
+        this.orgId,
+        programme.id,
+        `Atelier tutoré — ${title}${number > 1 ? ` (groupe ${number})` : ''}`,
+        this.calendar.at(day, minute),
+        planned,
+        trainerNames[(programme.index * 3 + number) % trainerNames.length],
+      );
     }
     group.attendees++;
     return group.id;
@@ -576,8 +1006,21 @@ async function refreshTriggerMaintainedRows(trx: DB, orgId: string): Promise<voi
 }
 
 const flushOrder: (keyof Buffers)[] = [
-  'accounts', 'memberships', 'licences', 'programme_enrolments', 'tutoring_sessions', 'tutoring_attendance', 'activity_intervals', 'logins',
-  'lesson_progress', 'quiz_attempts', 'quiz_answers', 'documents', 'satisfaction_surveys', 'tutoring_ratings', 'lesson_ratings',
+  'accounts',
+  'memberships',
+  'licences',
+  'programme_enrolments',
+  'tutoring_sessions',
+  'tutoring_attendance',
+  'activity_intervals',
+  'logins',
+  'lesson_progress',
+  'quiz_attempts',
+  'quiz_answers',
+  'documents',
+  'satisfaction_surveys',
+  'tutoring_ratings',
+  'lesson_ratings',
 ];
 
 /**
@@ -596,9 +1039,18 @@ export async function seedOrganisation(db: DB, options: SeedOptions): Promise<Se
   const calendar = new ParisCalendar(year - 2, until);
   if (calendar.dayOf(year, 1, 1) >= calendar.days) throw new Error(`L’année ${year} commence dans le futur : rien à générer.`);
 
-  const existing = await db.selectFrom('programmes').select('slug').where('org_id', '=', organisation.id)
-    .where('slug', 'in', programmeTemplates.map((p) => p.slug)).execute();
-  if (existing.length > 0) throw new Error(`L’organisation a déjà les programmes générés (${existing.map((p) => p.slug).join(', ')}) : elle a déjà été peuplée.`);
+  const existing = await db
+    .selectFrom('programmes')
+    .select('slug')
+    .where('org_id', '=', organisation.id)
+    .where(
+      'slug',
+      'in',
+      programmeTemplates.map((p) => p.slug),
+    )
+    .execute();
+  if (existing.length > 0)
+    throw new Error(`L’organisation a déjà les programmes générés (${existing.map((p) => p.slug).join(', ')}) : elle a déjà été peuplée.`);
 
   const root = new Random(seed);
   const ids = new Random(hashText(`${seed}:${organisation.id}`));
@@ -631,7 +1083,9 @@ export async function seedOrganisation(db: DB, options: SeedOptions): Promise<Se
     if (fastLoad) await refreshTriggerMaintainedRows(trx, organisation.id);
     // Spare licences, never assigned.
     for (const [type, used] of Object.entries(world.licencesUsed)) {
-      await sql`insert into licences (org_id, type) select ${organisation.id}, ${type} from generate_series(1, ${Math.max(1, Math.ceil(used * 0.05))})`.execute(trx);
+      await sql`insert into licences (org_id, type) select ${organisation.id}, ${type} from generate_series(1, ${Math.max(1, Math.ceil(used * 0.05))})`.execute(
+        trx,
+      );
     }
     const rows = Object.fromEntries(flushOrder.map((name) => [name, out[name].taken]));
     return {

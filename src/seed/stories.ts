@@ -79,7 +79,12 @@ function spreadSittings(from: number, to: number, count: number): { day: number;
  * The programmes of a learner with a story told on purpose, in enrolment order. The calendar covers
  * three years from `calendar.firstYear`; a story whose days have not come yet stops at the data's end.
  */
-export function plannedProgrammes<P extends PlannedProgramme>(story: Exclude<Story, 'ordinary'>, calendar: ParisCalendar, programmes: readonly P[], random: Random): ProgrammePlan<P>[] {
+export function plannedProgrammes<P extends PlannedProgramme>(
+  story: Exclude<Story, 'ordinary'>,
+  calendar: ParisCalendar,
+  programmes: readonly P[],
+  random: Random,
+): ProgrammePlan<P>[] {
   const first = calendar.firstYear;
   const last = first + 2;
   const end = calendar.days;
@@ -112,7 +117,11 @@ export function plannedProgrammes<P extends PlannedProgramme>(story: Exclude<Sto
       autumn.forEach((sitting, i) => {
         sitting.visits = Math.floor((beforeEve * (i + 1)) / autumn.length) - Math.floor((beforeEve * i) / autumn.length);
       });
-      const sittings = [...autumn.filter((s) => s.visits > 0), { day: eve(year - 1), visits: 1 }, { day: calendar.dayOf(year, 1, 3), visits: 1 }];
+      const sittings = [
+        ...autumn.filter((s) => s.visits > 0),
+        { day: eve(year - 1), visits: 1 },
+        { day: calendar.dayOf(year, 1, 3), visits: 1 },
+      ];
       return [{ programme, startDay, until: end, pace: plannedPace(sittings, random) }];
     }
     case 'dormantYear': {

@@ -15,13 +15,32 @@ export class WebhookAddressError extends Error {
 const forbidden = new BlockList();
 const loopback = new BlockList();
 for (const [network, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.0.0.0', 24],
-  ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
-  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) forbidden.addSubnet(network, prefix, 'ipv4');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  forbidden.addSubnet(network, prefix, 'ipv4');
 for (const [network, prefix] of [
-  ['::', 128], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) forbidden.addSubnet(network, prefix, 'ipv6');
+  ['::', 128],
+  ['100::', 64],
+  ['2001:db8::', 32],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+] as const)
+  forbidden.addSubnet(network, prefix, 'ipv6');
 loopback.addSubnet('127.0.0.0', 8, 'ipv4');
 loopback.addAddress('::1', 'ipv6');
 
@@ -96,7 +115,11 @@ export async function checkWebhookUrl(raw: string, options: { allowInsecure: boo
   await new Promise<void>((resolve, reject) => {
     guardedLookup({ allowLoopback: options.allowInsecure })(host, { all: true }, (error) => {
       if (!error) return resolve();
-      reject(error instanceof WebhookAddressError ? error : new WebhookAddressError(`${host} ne se résout pas (${(error as NodeJS.ErrnoException).code ?? error.message})`));
+      reject(
+        error instanceof WebhookAddressError
+          ? error
+          : new WebhookAddressError(`${host} ne se résout pas (${(error as NodeJS.ErrnoException).code ?? error.message})`),
+      );
     });
   });
   return url;
@@ -111,7 +134,8 @@ export function checkWebhookUrlForm(raw: string, options: { allowInsecure: boole
     throw new WebhookAddressError(`adresse invalide : « ${raw} »`);
   }
   const schemes = options.allowInsecure ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(url.protocol)) throw new WebhookAddressError(`l’adresse doit être en https (reçu « ${url.protocol.slice(0, -1)} »)`);
+  if (!schemes.includes(url.protocol))
+    throw new WebhookAddressError(`l’adresse doit être en https (reçu « ${url.protocol.slice(0, -1)} »)`);
   if (url.username || url.password) throw new WebhookAddressError('l’adresse ne doit pas contenir d’identifiants');
   if (url.hash) throw new WebhookAddressError('l’adresse ne doit pas contenir de fragment (#)');
   const host = bareHostname(url);

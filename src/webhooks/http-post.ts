@@ -38,13 +38,16 @@ function describeError(error: unknown): string {
  * included) is a success; anything else fails. Redirects are not followed. The address is checked
  * again here, on the address actually connected to.
  */
-export async function postWebhook(agents: WebhookAgents, request: {
-  url: string;
-  headers: Record<string, string>;
-  body: string;
-  timeoutMs: number;
-  allowInsecure: boolean;
-}): Promise<AttemptOutcome> {
+export async function postWebhook(
+  agents: WebhookAgents,
+  request: {
+    url: string;
+    headers: Record<string, string>;
+    body: string;
+    timeoutMs: number;
+    allowInsecure: boolean;
+  },
+): Promise<AttemptOutcome> {
   const attemptedAt = new Date();
   const started = performance.now();
   const finish = (fields: Pick<AttemptOutcome, 'statusCode' | 'error' | 'responseExcerpt'>): AttemptOutcome => ({
@@ -78,24 +81,28 @@ export async function postWebhook(agents: WebhookAgents, request: {
     };
 
     const client = url.protocol === 'https:' ? https : http;
-    const outgoing = client.request(url, {
-      method: 'POST',
-      agent: agents.for(url.protocol),
-      lookup: guardedLookup({ allowLoopback: request.allowInsecure }),
-      headers: { ...request.headers, 'Content-Length': String(body.length) },
-    }, (response) => {
-      statusCode = response.statusCode ?? null;
-      response.on('data', (chunk: Buffer) => {
-        if (received < maxResponseBytes) chunks.push(chunk);
-        received += chunk.length;
-        if (received > maxResponseBytes) {
-          response.destroy();
-          settle('réponse trop longue');
-        }
-      });
-      response.on('end', () => settle('réponse vide'));
-      response.on('error', (error) => settle(describeError(error)));
-    });
+    const outgoing = client.request(
+      url,
+      {
+        method: 'POST',
+        agent: agents.for(url.protocol),
+        lookup: guardedLookup({ allowLoopback: request.allowInsecure }),
+        headers: { ...request.headers, 'Content-Length': String(body.length) },
+      },
+      (response) => {
+        statusCode = response.statusCode ?? null;
+        response.on('data', (chunk: Buffer) => {
+          if (received < maxResponseBytes) chunks.push(chunk);
+          received += chunk.length;
+          if (received > maxResponseBytes) {
+            response.destroy();
+            settle('réponse trop longue');
+          }
+        });
+        response.on('end', () => settle('réponse vide'));
+        response.on('error', (error) => settle(describeError(error)));
+      },
+    );
     // The reply time covers everything: a status that arrives in time counts even if the rest of
     // the body is late (then the connection is dropped).
     const timer = setTimeout(() => {

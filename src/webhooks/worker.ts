@@ -2,7 +2,13 @@ import pg from 'pg';
 import PgBoss from 'pg-boss';
 import type { DB } from '../../db/connection';
 import {
-  claimDeliveries, type ClaimedDelivery, deliveryChannel, type DeliveryJob, deliveryQueue, deliveryQueueOptions, recordAttempts,
+  claimDeliveries,
+  type ClaimedDelivery,
+  deliveryChannel,
+  type DeliveryJob,
+  deliveryQueue,
+  deliveryQueueOptions,
+  recordAttempts,
   requeueOverdueDeliveries,
 } from '../../db/webhooks';
 import type { Config } from '../config';
@@ -64,7 +70,9 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
   const listener = await listenForCommits(options.connectionString, () => pollers.wakeAll(), log, state);
   const sweeper = setInterval(() => {
     requeueOverdueDeliveries(options.db, { graceSeconds: sweepGraceSeconds, limit: 1000 })
-      .then((count) => { if (count > 0) log.info({ count }, 'webhooks : livraisons en retard remises en file'); })
+      .then((count) => {
+        if (count > 0) log.info({ count }, 'webhooks : livraisons en retard remises en file');
+      })
       .catch((error) => log.warn({ err: briefly(error) }, 'webhooks : balayage des livraisons en retard'));
   }, sweepEveryMs);
   sweeper.unref();
@@ -85,10 +93,15 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
 /** pg-boss on connections of its own, with its queue; its errors logged briefly, and quietly while stopping. */
 async function startQueue(options: WebhookDeliveryOptions, log: Logger, state: { stopped: boolean }): Promise<PgBoss> {
   const boss = new PgBoss({
-    connectionString: options.connectionString, max: 4, application_name: 'partner-api-webhooks',
-    schedule: false, supervise: true, migrate: true,
+    connectionString: options.connectionString,
+    max: 4,
+    application_name: 'partner-api-webhooks',
+    schedule: false,
+    supervise: true,
+    migrate: true,
     // The delivery rows are the record; finished jobs need not linger.
-    archiveCompletedAfterSeconds: 3600, deleteAfterDays: 1,
+    archiveCompletedAfterSeconds: 3600,
+    deleteAfterDays: 1,
   });
   boss.on('error', (error) => {
     if (state.stopped) log.debug({ err: briefly(error) }, 'webhooks : erreur de la file pg-boss pendant l’arrêt');
@@ -160,7 +173,12 @@ async function startPollers(boss: PgBoss, handle: (jobs: PgBoss.Job<DeliveryJob>
 async function listenForCommits(connectionString: string, wake: () => void, log: Logger, state: { stopped: boolean }) {
   let listener: pg.Client | null = null;
   const listenOnce = async () => {
-    const client = new pg.Client({ connectionString, application_name: 'partner-api-webhooks-listen', keepAlive: true, connectionTimeoutMillis: 5_000 });
+    const client = new pg.Client({
+      connectionString,
+      application_name: 'partner-api-webhooks-listen',
+      keepAlive: true,
+      connectionTimeoutMillis: 5_000,
+    });
     client.on('notification', wake);
     client.on('error', (error) => {
       if (listener !== client) return;

@@ -25,7 +25,9 @@ const nextEmail = () => `apprenant${(sequence += 1)}@banc.fr`;
 async function enrol(key: string, payload: unknown): Promise<{ status: number; ms: number; body: any }> {
   const started = performance.now();
   const response = await fetch(`${server.baseUrl}/users`, {
-    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(payload),
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(payload),
   });
   const body = await response.json();
   return { status: response.status, ms: performance.now() - started, body };
@@ -46,22 +48,30 @@ async function underLoad(key: string, payload: () => unknown, until: { seconds?:
   let budget = until.requests ?? Infinity;
   const started = performance.now();
   const deadline = started + (until.seconds ?? Infinity) * 1000;
-  await Promise.all(Array.from({ length: clients }, async () => {
-    while (performance.now() < deadline && budget > 0) {
-      budget -= 1;
-      const answer = await enrol(key, payload()).catch(() => ({ status: 0, ms: 0, body: null }));
-      statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
-      if (answer.status === 201) enrolled += 1;
-      if (answer.status === 200) enrolled += answer.body.summary.enrolled;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (performance.now() < deadline && budget > 0) {
+        budget -= 1;
+        const answer = await enrol(key, payload()).catch(() => ({ status: 0, ms: 0, body: null }));
+        statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
+        if (answer.status === 201) enrolled += 1;
+        if (answer.status === 200) enrolled += answer.body.summary.enrolled;
+      }
+    }),
+  );
   return { statuses, enrolled, seconds: (performance.now() - started) / 1000 };
 }
 
-const describeStatuses = (statuses: Map<number, number>) => [...statuses].sort().map(([status, n]) => `${status}×${n}`).join(', ');
+const describeStatuses = (statuses: Map<number, number>) =>
+  [...statuses]
+    .sort()
+    .map(([status, n]) => `${status}×${n}`)
+    .join(', ');
 
 async function assignedLicences(orgId: string): Promise<number> {
-  const { rows } = await sql<{ n: number }>`select count(*)::int as n from licences where org_id = ${orgId} and status = 'attribuée'`.execute(database.db);
+  const { rows } = await sql<{
+    n: number;
+  }>`select count(*)::int as n from licences where org_id = ${orgId} and status = 'attribuée'`.execute(database.db);
   return rows[0]!.n;
 }
 
@@ -79,13 +89,19 @@ try {
   const bulk: number[] = [];
   for (let i = 0; i < batchSamples; i += 1) {
     const answer = await enrol(latency.writeKey, batch());
-    if (answer.status !== 200 || answer.body.summary.enrolled !== batchSize) throw new Error(`lot : ${answer.status} ${JSON.stringify(answer.body)}`);
+    if (answer.status !== 200 || answer.body.summary.enrolled !== batchSize)
+      throw new Error(`lot : ${answer.status} ${JSON.stringify(answer.body)}`);
     bulk.push(answer.ms);
   }
-  process.stdout.write(`POST /users, one request at a time (${singleSamples} single enrolments, ${batchSamples} batches of ${batchSize})\n`);
+  process.stdout.write(
+    `POST /users, one request at a time (${singleSamples} single enrolments, ${batchSamples} batches of ${batchSize})\n`,
+  );
   report('single enrolment: p50, p99', `p50 ${percentile(single, 50).toFixed(1)} ms, p99 ${percentile(single, 99).toFixed(1)} ms`);
   const bulkP99 = percentile(bulk, 99);
-  report(`batch of ${batchSize}: p50, p99`, `p50 ${percentile(bulk, 50).toFixed(1)} ms, p99 ${bulkP99.toFixed(1)} ms`, { text: 'p99 < 300 ms', met: bulkP99 < 300 });
+  report(`batch of ${batchSize}: p50, p99`, `p50 ${percentile(bulk, 50).toFixed(1)} ms, p99 ${bulkP99.toFixed(1)} ms`, {
+    text: 'p99 < 300 ms',
+    met: bulkP99 < 300,
+  });
 
   // Throughput, with licences to spare.
   process.stdout.write(`\nPOST /users, ${clients} concurrent clients, ${loadSeconds} s each\n`);
@@ -108,8 +124,10 @@ try {
   const assigned = await assignedLicences(scarce.orgId);
   const expected = result.statuses.get(201) === licences && result.statuses.get(409) === requests - licences && assigned === licences;
   process.stdout.write(`\n${requests} single enrolments, ${clients} concurrent clients, ${licences} licences\n`);
-  report('answers; licences attribuées', `${describeStatuses(result.statuses)}; ${assigned}`,
-    { text: `201×${licences}, 409×${requests - licences}, ${licences} attribuées`, met: expected });
+  report('answers; licences attribuées', `${describeStatuses(result.statuses)}; ${assigned}`, {
+    text: `201×${licences}, 409×${requests - licences}, ${licences} attribuées`,
+    met: expected,
+  });
 } finally {
   await server.stop();
   await database.close();

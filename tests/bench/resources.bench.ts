@@ -66,15 +66,28 @@ function pageQueries(definition: ResourceDefinition, offset: number): (() => Pro
     : definition.select(database.db, filter).limit(window.limit).offset(window.offset).compile();
   const count = definition.count
     ? () => definition.count!(database.db, filter)
-    : () => run(direct[1]!, countQuery(definition.keys ? definition.keys(database.db, filter) : definition.select(database.db, filter), cap).compile(database.db));
+    : () =>
+        run(
+          direct[1]!,
+          countQuery(definition.keys ? definition.keys(database.db, filter) : definition.select(database.db, filter), cap).compile(
+            database.db,
+          ),
+        );
   return [() => run(direct[0]!, page), count];
 }
 
 /** A compiled query with its parameters written in, for COPY (which takes none). */
 function inline(query: CompiledQuery): string {
-  const literal = (value: unknown) => value === null ? 'null' : typeof value === 'number' ? String(value)
-    : `'${(value instanceof Date ? value.toISOString() : String(value)).replace(/'/g, "''")}'`;
-  return query.parameters.reduceRight<string>((text, value, i) => text.replaceAll(new RegExp(`\\$${i + 1}(?!\\d)`, 'g'), literal(value)), query.sql);
+  const literal = (value: unknown) =>
+    value === null
+      ? 'null'
+      : typeof value === 'number'
+        ? String(value)
+        : `'${(value instanceof Date ? value.toISOString() : String(value)).replace(/'/g, "''")}'`;
+  return query.parameters.reduceRight<string>(
+    (text, value, i) => text.replaceAll(new RegExp(`\\$${i + 1}(?!\\d)`, 'g'), literal(value)),
+    query.sql,
+  );
 }
 
 /** COPY (query) TO STDOUT WITH CSV through pg: rows and seconds (pg hands copy data to the connection). */
@@ -100,14 +113,21 @@ function peakRssMb(pid: number): number {
 
 const headers = { authorization: `Bearer ${org.readKey}` };
 const rowsOf = Object.values(seeded.rows).reduce((a, b) => a + b, 0);
-process.stdout.write(`Organisation of ${learners} learners (${rowsOf.toLocaleString('en')} rows), plus one of ${Math.ceil(learners / 10)}; year ${year}; ${samples} sequential samples each\n`);
-report(`seed ${learners.toLocaleString('en')} learners (generator, one transaction)`, `${seedSeconds.toFixed(1)} s`, { text: '< 180 s', met: seedSeconds < 180 });
+process.stdout.write(
+  `Organisation of ${learners} learners (${rowsOf.toLocaleString('en')} rows), plus one of ${Math.ceil(learners / 10)}; year ${year}; ${samples} sequential samples each\n`,
+);
+report(`seed ${learners.toLocaleString('en')} learners (generator, one transaction)`, `${seedSeconds.toFixed(1)} s`, {
+  text: '< 180 s',
+  met: seedSeconds < 180,
+});
 
 const server = await startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' });
 try {
   for (const name of largeResources) {
     const definition = resources[name] as unknown as ResourceDefinition;
-    const first = (await (await fetch(`${server.baseUrl}/${name}?limit=1&year=${year}`, { headers })).json()) as { pagination: { total: number } };
+    const first = (await (await fetch(`${server.baseUrl}/${name}?limit=1&year=${year}`, { headers })).json()) as {
+      pagination: { total: number };
+    };
     const total = first.pagination.total;
     for (const offset of [0, Math.max(0, Math.min(cap, total) - 1000)]) {
       const url = `${server.baseUrl}/${name}?limit=1000&offset=${offset}&year=${year}`;
@@ -118,8 +138,11 @@ try {
       });
       const queries = pageQueries(definition, offset);
       const bare = await series(() => Promise.all(queries.map((query) => query())));
-      report(`${name}: 1,000 rows at offset ${offset} (of ${total}) p50 / p99`, `${ours.p50.toFixed(0)} / ${ours.p99.toFixed(0)} ms (SQL alone ${bare.p50.toFixed(0)} / ${bare.p99.toFixed(0)} ms)`,
-        { text: 'p99 < 100 ms', met: ours.p99 < 100 });
+      report(
+        `${name}: 1,000 rows at offset ${offset} (of ${total}) p50 / p99`,
+        `${ours.p50.toFixed(0)} / ${ours.p99.toFixed(0)} ms (SQL alone ${bare.p50.toFixed(0)} / ${bare.p99.toFixed(0)} ms)`,
+        { text: 'p99 < 100 ms', met: ours.p99 < 100 },
+      );
     }
   }
 
@@ -127,8 +150,11 @@ try {
   const learnersTime = await series(async () => (await fetch(learnersUrl, { headers })).arrayBuffer());
   const learnersSql = resources.learners.select(database.db, filter).compile();
   const learnersBare = await series(() => run(direct[0]!, learnersSql));
-  report(`learners, whole year (${learners} rows, CSV) p50 / p99`, `${(learnersTime.p50 / 1000).toFixed(2)} / ${(learnersTime.p99 / 1000).toFixed(2)} s (SQL alone ${(learnersBare.p50 / 1000).toFixed(2)} s)`,
-    { text: '< 2 s', met: learnersTime.p99 < 2000 });
+  report(
+    `learners, whole year (${learners} rows, CSV) p50 / p99`,
+    `${(learnersTime.p50 / 1000).toFixed(2)} / ${(learnersTime.p99 / 1000).toFixed(2)} s (SQL alone ${(learnersBare.p50 / 1000).toFixed(2)} s)`,
+    { text: '< 2 s', met: learnersTime.p99 < 2000 },
+  );
 } finally {
   await server.stop();
 }
@@ -138,12 +164,24 @@ try {
 const totals: { name: (typeof largeResources)[number]; n: number }[] = [];
 for (const name of largeResources) {
   const definition = resources[name] as unknown as ResourceDefinition;
-  const n = definition.count ? await definition.count(database.db, filter)
-    : (await run(direct[0]!, countQuery(definition.keys ? definition.keys(database.db, filter) : definition.select(database.db, filter), null).compile(database.db))).rows[0].n as number;
+  const n = definition.count
+    ? await definition.count(database.db, filter)
+    : ((
+        await run(
+          direct[0]!,
+          countQuery(definition.keys ? definition.keys(database.db, filter) : definition.select(database.db, filter), null).compile(
+            database.db,
+          ),
+        )
+      ).rows[0].n as number);
   totals.push({ name, n });
 }
 const largest = totals.sort((a, b) => b.n - a.n)[0]!;
-const exporter = await startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn', AGGREGATION_CAP: '100000000' });
+const exporter = await startServerProcess(database.url, {
+  RATE_LIMIT_PER_MINUTE: '100000000',
+  LOG_LEVEL: 'warn',
+  AGGREGATION_CAP: '100000000',
+});
 try {
   const before = peakRssMb(exporter.child.pid!);
   let lines = 0;
@@ -156,9 +194,15 @@ try {
   const ours = (lines - 1) / seconds;
   const limit = copy.rows / copy.seconds;
   report(`CSV export of ${largest.name} (${lines - 1} rows)`, `${seconds.toFixed(1)} s, ${Math.round(ours).toLocaleString('en')} rows/s`);
-  report(`COPY (same query) TO STDOUT WITH CSV (${copy.rows} rows)`, `${copy.seconds.toFixed(1)} s, ${Math.round(limit).toLocaleString('en')} rows/s`);
+  report(
+    `COPY (same query) TO STDOUT WITH CSV (${copy.rows} rows)`,
+    `${copy.seconds.toFixed(1)} s, ${Math.round(limit).toLocaleString('en')} rows/s`,
+  );
   report('CSV rows/s over COPY rows/s', (ours / limit).toFixed(2), { text: '>= 0.50', met: ours / limit >= 0.5 });
-  report('server peak RSS during the export', `${peak.toFixed(0)} MB (before: ${before.toFixed(0)} MB)`, { text: '< 250 MB', met: peak < 250 });
+  report('server peak RSS during the export', `${peak.toFixed(0)} MB (before: ${before.toFixed(0)} MB)`, {
+    text: '< 250 MB',
+    met: peak < 250,
+  });
 } finally {
   await exporter.stop();
   await Promise.all(direct.map((client) => client.end()));

@@ -52,7 +52,12 @@ export interface LoadResult {
 
 /** A closed-loop HTTP load (autocannon) against one URL. */
 export async function load(options: {
-  url: string; headers?: Record<string, string>; connections?: number; durationSeconds?: number; method?: 'GET' | 'POST'; body?: string;
+  url: string;
+  headers?: Record<string, string>;
+  connections?: number;
+  durationSeconds?: number;
+  method?: 'GET' | 'POST';
+  body?: string;
 }): Promise<LoadResult> {
   const result = await autocannon({
     url: options.url,

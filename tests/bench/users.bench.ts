@@ -38,14 +38,25 @@ const pageSql = `${page.sql} limit $${page.parameters.length + 1} offset $${page
 const ours = await startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' });
 const barePort = await freePort();
 const bare = spawn(process.execPath, ['--import', 'tsx', path.join(path.dirname(fileURLToPath(import.meta.url)), 'bare-users-server.ts')], {
-  env: { ...process.env, DATABASE_URL: database.url, PORT: String(barePort), COUNT_SQL: countSql.sql, COUNT_PARAMS: JSON.stringify(countSql.parameters), PAGE_SQL: pageSql, PARAMS: JSON.stringify(page.parameters) },
+  env: {
+    ...process.env,
+    DATABASE_URL: database.url,
+    PORT: String(barePort),
+    COUNT_SQL: countSql.sql,
+    COUNT_PARAMS: JSON.stringify(countSql.parameters),
+    PAGE_SQL: pageSql,
+    PARAMS: JSON.stringify(page.parameters),
+  },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 await new Promise<void>((resolve) => bare.stdout!.on('data', (chunk) => String(chunk).includes('ready') && resolve()));
 
 try {
   const headers = { authorization: `Bearer ${org.readKey}` };
-  for (const [url, h] of [[`${ours.baseUrl}/users?limit=100&offset=0`, headers], [`http://127.0.0.1:${barePort}/users?limit=100&offset=0`, {}]] as const) {
+  for (const [url, h] of [
+    [`${ours.baseUrl}/users?limit=100&offset=0`, headers],
+    [`http://127.0.0.1:${barePort}/users?limit=100&offset=0`, {}],
+  ] as const) {
     const check = await fetch(url, { headers: h });
     if (check.status !== 200) throw new Error(`${url}: ${check.status} ${await check.text()}`);
   }
@@ -53,7 +64,10 @@ try {
   // alternating rounds so that a slower moment of the machine weighs on both sides alike.
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 4);
-  const targets = { ours: { url: `${ours.baseUrl}/users?limit=100&offset=0`, headers }, bare: { url: `http://127.0.0.1:${barePort}/users?limit=100&offset=0` } };
+  const targets = {
+    ours: { url: `${ours.baseUrl}/users?limit=100&offset=0`, headers },
+    bare: { url: `http://127.0.0.1:${barePort}/users?limit=100&offset=0` },
+  };
   // Warm-up long enough for the JIT to settle: with 2 s, ours' first measured round was still ~10% slow.
   for (const side of ['ours', 'bare'] as const) await load({ ...targets[side], durationSeconds: 5, connections });
   const results: Record<keyof typeof targets, LoadResult[]> = { ours: [], bare: [] };
@@ -66,7 +80,9 @@ try {
     return `${median(all.map((r) => r.requestsPerSecond))} req/s (rounds: ${all.map((r) => r.requestsPerSecond).join(', ')}), p50 ${median(all.map((r) => r.p50Ms))} ms, p99 ${median(all.map((r) => r.p99Ms))} ms, errors ${all.reduce((n, r) => n + r.errors + r.non2xx, 0)}`;
   };
   const ratio = median(results.bare.map((r) => r.requestsPerSecond)) / median(results.ours.map((r) => r.requestsPerSecond));
-  process.stdout.write(`GET /users?limit=100 on ${learners} learners, ${connections} connections, ${rounds} alternating rounds of 5 s (medians)\n`);
+  process.stdout.write(
+    `GET /users?limit=100 on ${learners} learners, ${connections} connections, ${rounds} alternating rounds of 5 s (medians)\n`,
+  );
   report('ours: requests/s, p50, p99', summary('ours'));
   report('bare Fastify + pg, same SQL: requests/s, p50, p99', summary('bare'));
   report('bare / ours throughput', ratio.toFixed(2), { text: '<= 1.30', met: ratio <= 1.3 });

@@ -48,8 +48,13 @@ async function commitEvents(db: DB, count: number): Promise<{ ids: string[]; com
     const recorded: string[] = [];
     for (let i = 0; i < count; i += 1) {
       const event = await recordEvent(trx, {
-        orgId: org.id, type: 'learner.enrolled',
-        data: { learner: { user_id: crypto.randomUUID(), email: `apprenant${i}@exemple.fr`, name: null }, status: 'pending', programmes: [] },
+        orgId: org.id,
+        type: 'learner.enrolled',
+        data: {
+          learner: { user_id: crypto.randomUUID(), email: `apprenant${i}@exemple.fr`, name: null },
+          status: 'pending',
+          programmes: [],
+        },
       });
       recorded.push(event.id);
     }
@@ -82,7 +87,11 @@ try {
   for (let tick = 0; tick < (sustainedSeconds * 1000) / tickMs; tick += 1) {
     const due = startedAt + tick * tickMs;
     if (due > Date.now()) await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
-    inFlight.push(commitEvents(producers, perTick).then(({ ids, committedAt }) => { for (const id of ids) commits.set(id, committedAt); }));
+    inFlight.push(
+      commitEvents(producers, perTick).then(({ ids, committedAt }) => {
+        for (const id of ids) commits.set(id, committedAt);
+      }),
+    );
   }
   await Promise.all(inFlight);
   const producedIn = (Date.now() - startedAt) / 1000;
@@ -94,8 +103,14 @@ try {
   const p50 = percentile(delays, 50);
   const p99 = percentile(delays, 99);
   const producedRate = commits.size / producedIn;
-  report(`charge continue : événements validés (visé : ${sustainedRate}/s)`, `${Math.round(producedRate)}/s (${commits.size} en ${producedIn.toFixed(1)} s)`);
-  report('charge continue : livraisons reçues pendant la charge', `${Math.round(deliveredDuringLoad / producedIn)}/s${drained ? ', toutes livrées' : ' (PAS toutes livrées)'}`);
+  report(
+    `charge continue : événements validés (visé : ${sustainedRate}/s)`,
+    `${Math.round(producedRate)}/s (${commits.size} en ${producedIn.toFixed(1)} s)`,
+  );
+  report(
+    'charge continue : livraisons reçues pendant la charge',
+    `${Math.round(deliveredDuringLoad / producedIn)}/s${drained ? ', toutes livrées' : ' (PAS toutes livrées)'}`,
+  );
   report('délai validation -> première tentative, p50', `${Math.round(p50)} ms`);
   report('délai validation -> première tentative, p99', `${Math.round(p99)} ms`, { text: '< 2000 ms', met: drained && p99 < 2000 });
 
@@ -112,9 +127,13 @@ try {
     const firstArrival = Math.min(...[...backlog].map((id) => arrivals.get(id) ?? Infinity));
     const lastArrival = Math.max(...[...backlog].map((id) => arrivals.get(id) ?? 0));
     const rate = backlog.size / ((lastArrival - firstArrival) / 1000);
-    report(`débit soutenu : file de ${backlogSize} livraisons vidée`, backlogDrained
-      ? `${Math.round(rate)}/s (dernière ${((lastArrival - drainStart) / 1000).toFixed(1)} s après le démarrage)` : 'pas vidée en 180 s',
-    { text: '>= 500/s', met: backlogDrained && rate >= 500 });
+    report(
+      `débit soutenu : file de ${backlogSize} livraisons vidée`,
+      backlogDrained
+        ? `${Math.round(rate)}/s (dernière ${((lastArrival - drainStart) / 1000).toFixed(1)} s après le démarrage)`
+        : 'pas vidée en 180 s',
+      { text: '>= 500/s', met: backlogDrained && rate >= 500 },
+    );
   } finally {
     await restarted.stop();
   }

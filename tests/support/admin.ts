@@ -7,7 +7,8 @@ const run = promisify(execFile);
 /** `npm run --silent admin -- <args> --json` against a test database: the parsed JSON result. */
 export async function admin(databaseUrl: string, args: string[], environment: Record<string, string> = {}): Promise<any> {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...args, '--json'], {
-    cwd: projectRoot, env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...environment },
+    cwd: projectRoot,
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...environment },
   });
   return JSON.parse(stdout);
 }
@@ -16,7 +17,8 @@ export async function admin(databaseUrl: string, args: string[], environment: Re
 export async function adminFailure(databaseUrl: string, args: string[]): Promise<{ code: number; stderr: string }> {
   try {
     await run(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...args], {
-      cwd: projectRoot, env: { ...process.env, DATABASE_URL: databaseUrl },
+      cwd: projectRoot,
+      env: { ...process.env, DATABASE_URL: databaseUrl },
     });
   } catch (error) {
     const failure = error as { code: number; stderr: string };

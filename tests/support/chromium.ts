@@ -16,7 +16,11 @@ export function ensureChromium(): { path: string } | { missing: string } {
   if (existsSync(chromiumPath)) return { path: chromiumPath };
   try {
     execFileSync('apt-get', ['update', '-qq'], { stdio: 'ignore', timeout: 300_000 });
-    execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'ignore', timeout: 600_000, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], {
+      stdio: 'ignore',
+      timeout: 600_000,
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
   } catch (error) {
     return { missing: `Chromium absent et non installable par apt-get : ${(error as Error).message}` };
   }
@@ -27,11 +31,24 @@ export function ensureChromium(): { path: string } | { missing: string } {
 export async function headlessChromium(executable: string, url: string, extra: string[]): Promise<string> {
   const profile = await mkdtemp(path.join(os.tmpdir(), 'chromium-profile-'));
   try {
-    const { stdout } = await run(executable, [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      `--user-data-dir=${profile}`, '--virtual-time-budget=15000', ...extra, url,
-    ], { maxBuffer: 64 * 1024 * 1024, timeout: 120_000 });
+    const { stdout } = await run(
+      executable,
+      [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        `--user-data-dir=${profile}`,
+        '--virtual-time-budget=15000',
+        ...extra,
+        url,
+      ],
+      { maxBuffer: 64 * 1024 * 1024, timeout: 120_000 },
+    );
     return stdout;
   } finally {
     await rm(profile, { recursive: true, force: true });

@@ -7,7 +7,10 @@ import type { DB } from '../../db/connection';
 
 /** Small factories for tests: an organisation with keys, learners and licences in chosen states. */
 export async function createOrgWithKeys(db: DB, options: { name?: string; domains?: string[] } = {}) {
-  const organisation = await createOrganisation(db, { name: options.name ?? 'Formations Dupont', allowedEmailDomains: options.domains ?? [] });
+  const organisation = await createOrganisation(db, {
+    name: options.name ?? 'Formations Dupont',
+    allowedEmailDomains: options.domains ?? [],
+  });
   const readKey = await createKey(db, organisation.id, ['read']);
   const writeKey = await createKey(db, organisation.id, ['read', 'write']);
   return { orgId: organisation.id, orgName: organisation.name, readKey: readKey.key, writeKey: writeKey.key, readKeyId: readKey.id };
@@ -30,22 +33,35 @@ export interface LearnerSpec {
 
 export async function addLearner(db: DB, orgId: string, spec: LearnerSpec) {
   const at = sql<Date>`(${spec.at ?? '2026-03-01 10:00'}::timestamp at time zone 'Europe/Paris')`;
-  const account = await db.insertInto('accounts')
+  const account = await db
+    .insertInto('accounts')
     .values({ email: spec.email.toLowerCase(), name: spec.name === undefined ? 'Camille Martin' : spec.name })
     .onConflict((c) => c.column('email').doUpdateSet({ email: (eb) => eb.ref('excluded.email') }))
-    .returning('id').executeTakeFirstOrThrow();
+    .returning('id')
+    .executeTakeFirstOrThrow();
   const status = spec.status ?? 'actif';
-  const membership = await db.insertInto('memberships')
+  const membership = await db
+    .insertInto('memberships')
     .values({
-      org_id: orgId, account_id: account.id, status,
-      invited_at: status === 'invité' ? at as never : null,
-      joined_at: status === 'invité' ? null : at as never,
+      org_id: orgId,
+      account_id: account.id,
+      status,
+      invited_at: status === 'invité' ? (at as never) : null,
+      joined_at: status === 'invité' ? null : (at as never),
     })
-    .returning('id').executeTakeFirstOrThrow();
+    .returning('id')
+    .executeTakeFirstOrThrow();
   if (spec.licence) {
-    await db.insertInto('licences').values({
-      org_id: orgId, type: spec.licence.type, status: spec.licence.status, membership_id: membership.id, assigned_at: at as never,
-    }).execute();
+    await db
+      .insertInto('licences')
+      .values({
+        org_id: orgId,
+        type: spec.licence.type,
+        status: spec.licence.status,
+        membership_id: membership.id,
+        assigned_at: at as never,
+      })
+      .execute();
   }
   return { userId: account.id, membershipId: membership.id };
 }

@@ -14,13 +14,29 @@ export const seededYears = [seededYear - 2, seededYear - 1, seededYear] as const
 /** An organisation with keys, seeded by the generator (deterministic for a seed). */
 export async function seededOrganisation(db: DB, options: { name: string; learners: number; seed: number }) {
   const org = await createOrgWithKeys(db, { name: options.name });
-  const seeded = await seedOrganisation(db, { orgId: org.orgId, learners: options.learners, seed: options.seed, year: seededYear, now: seededNow });
+  const seeded = await seedOrganisation(db, {
+    orgId: org.orgId,
+    learners: options.learners,
+    seed: options.seed,
+    year: seededYear,
+    now: seededNow,
+  });
   return { ...org, seeded };
 }
 
 /** The wire names of the eleven resources of the learning data. */
 export const learningResources = [
-  'learners', 'attendance', 'evaluations', 'quiz-answers', 'documents', 'satisfaction', 'enrollments', 'progress', 'logins', 'tutoring-ratings', 'lesson-ratings',
+  'learners',
+  'attendance',
+  'evaluations',
+  'quiz-answers',
+  'documents',
+  'satisfaction',
+  'enrollments',
+  'progress',
+  'logins',
+  'tutoring-ratings',
+  'lesson-ratings',
 ] as const;
 export type LearningResource = (typeof learningResources)[number];
 

@@ -18,7 +18,10 @@ const escape = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '
 
 function deref(node: any): any {
   while (node && typeof node === 'object' && typeof node.$ref === 'string') {
-    node = node.$ref.replace(/^#\//, '').split('/').reduce((at: any, part: string) => at[part.replace(/~1/g, '/').replace(/~0/g, '~')], document);
+    node = node.$ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((at: any, part: string) => at[part.replace(/~1/g, '/').replace(/~0/g, '~')], document);
   }
   return node;
 }

@@ -15,15 +15,21 @@ export interface PrismProcess {
  */
 export async function startPrism(mode: { mock: 'static' | 'dynamic' } | { proxyTo: string }): Promise<PrismProcess> {
   const port = await freePort();
-  const args = 'mock' in mode
-    ? ['mock', 'openapi.yaml', '-p', String(port), '-h', '127.0.0.1', ...(mode.mock === 'dynamic' ? ['-d'] : [])]
-    : ['proxy', 'openapi.yaml', mode.proxyTo, '-p', String(port), '-h', '127.0.0.1', '--errors'];
+  const args =
+    'mock' in mode
+      ? ['mock', 'openapi.yaml', '-p', String(port), '-h', '127.0.0.1', ...(mode.mock === 'dynamic' ? ['-d'] : [])]
+      : ['proxy', 'openapi.yaml', mode.proxyTo, '-p', String(port), '-h', '127.0.0.1', '--errors'];
   const child: ChildProcess = spawn(path.join(projectRoot, 'node_modules', '.bin', 'prism'), args, {
-    cwd: projectRoot, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: projectRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (chunk) => { output += chunk; });
-  child.stderr!.on('data', (chunk) => { output += chunk; });
+  child.stdout!.on('data', (chunk) => {
+    output += chunk;
+  });
+  child.stderr!.on('data', (chunk) => {
+    output += chunk;
+  });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`Prism n’a pas démarré :\n${output}`)), 90_000);
     const check = () => {
@@ -41,10 +47,11 @@ export async function startPrism(mode: { mock: 'static' | 'dynamic' } | { proxyT
   });
   return {
     baseUrl: `http://127.0.0.1:${port}`,
-    stop: () => new Promise((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    }),
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
   };
 }

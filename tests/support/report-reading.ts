@@ -61,7 +61,10 @@ export function expectSummary(lines: string[], row: Schemas['LearnerRow']) {
     ['NPS (dernière enquête)', outOf(row.nps, 10)],
   ];
   for (const [label, value] of pairs) {
-    expect(lines.some((line) => line.includes(`${label} ${value}`)), `${label} ${value}`).toBe(true);
+    expect(
+      lines.some((line) => line.includes(`${label} ${value}`)),
+      `${label} ${value}`,
+    ).toBe(true);
   }
   expect(lines).toContain(`Invité le ${day(row.invite_le)}`);
   expect(lines).toContain(`Inscrit le ${day(row.inscrit_le)}`);
@@ -73,15 +76,36 @@ export async function expectReportEqualsResources(fetchAll: FetchAll, query: str
   expectSummary(lines, learner!);
 
   const enrollments = await fetchAll<Schemas['EnrollmentRow']>('enrollments', query);
-  expectRows(lines, enrollments.map((row) => [opening(row.programme), `${row.pourcentage} %`, `${row.lecons_vues}/${row.lecons_total}`, row.complete,
-    day(row.complete_le), dayTime(row.premiere_connexion_le), dayTime(row.derniere_connexion_le)]), 'enrollments');
+  expectRows(
+    lines,
+    enrollments.map((row) => [
+      opening(row.programme),
+      `${row.pourcentage} %`,
+      `${row.lecons_vues}/${row.lecons_total}`,
+      row.complete,
+      day(row.complete_le),
+      dayTime(row.premiere_connexion_le),
+      dayTime(row.derniere_connexion_le),
+    ]),
+    'enrollments',
+  );
 
   const logins = await fetchAll<Schemas['LoginRow']>('logins', query);
-  expectRows(lines, logins.map((row) => [dayTime(row.debut), row.fin === null ? 'en cours' : dayTime(row.fin),
-    row.duree_min === null ? '—' : minutes(row.duree_min), row.ip]), 'logins');
+  expectRows(
+    lines,
+    logins.map((row) => [
+      dayTime(row.debut),
+      row.fin === null ? 'en cours' : dayTime(row.fin),
+      row.duree_min === null ? '—' : minutes(row.duree_min),
+      row.ip,
+    ]),
+    'logins',
+  );
   if (logins.length > 0) {
     const total = logins.reduce((sum, row) => sum + (row.duree_min ?? 0), 0);
-    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^Total : ${int(logins.length)} connexions, durée cumulée ${minutes(total)}`)));
+    expect(lines).toContainEqual(
+      expect.stringMatching(new RegExp(`^Total : ${int(logins.length)} connexions, durée cumulée ${minutes(total)}`)),
+    );
   }
 
   const progress = await fetchAll<Schemas['ProgressRow']>('progress', query);
@@ -92,50 +116,109 @@ export async function expectReportEqualsResources(fetchAll: FetchAll, query: str
     perModule.set(`${row.programme_slug}/${row.module}`, entry);
   }
   // The chart (module and minutes), then each programme's and module's heading, then its lessons.
-  expectRows(lines, [...perModule.values()].map((entry) => [opening(entry.module, 3), minutes(entry.minutes)]), 'chart');
-  expectRows(lines, progress.map((row) => [opening(row.lecon, 3), row.vue, int(row.visites), minutes(row.temps_min), day(row.derniere_visite_le)]), 'progress');
+  expectRows(
+    lines,
+    [...perModule.values()].map((entry) => [opening(entry.module, 3), minutes(entry.minutes)]),
+    'chart',
+  );
+  expectRows(
+    lines,
+    progress.map((row) => [opening(row.lecon, 3), row.vue, int(row.visites), minutes(row.temps_min), day(row.derniere_visite_le)]),
+    'progress',
+  );
   for (const row of progress) expect(lines).toContain(`${row.programme} · progression ${row.pourcentage_programme} %`);
   if (progress.length > 0) {
     const visits = progress.reduce((sum, row) => sum + row.visites, 0);
     const active = progress.reduce((sum, row) => sum + row.temps_min, 0);
-    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^Total : ${int(progress.length)} leçons, ${int(visits)} visites, temps actif ${minutes(active)}`)));
+    expect(lines).toContainEqual(
+      expect.stringMatching(new RegExp(`^Total : ${int(progress.length)} leçons, ${int(visits)} visites, temps actif ${minutes(active)}`)),
+    );
   }
 
   const evaluations = await fetchAll<Schemas['EvaluationRow']>('evaluations', query);
   const answers = await fetchAll<Schemas['QuizAnswerRow']>('quiz-answers', query);
-  expectRows(lines, evaluations.map((row) => {
-    const mine = answers.filter((answer) => answer.programme_slug === row.programme_slug && answer.lecon === row.lecon && answer.tentative === row.tentative);
-    const correct = mine.length === 0 ? '—' : `${mine.filter((answer) => answer.correct === 'Oui').length}/${mine.length}`;
-    return [day(row.date), opening(row.lecon, 3), String(row.tentative), `${row.score}/100`, correct, row.reussi];
-  }), 'evaluations');
+  expectRows(
+    lines,
+    evaluations.map((row) => {
+      const mine = answers.filter(
+        (answer) => answer.programme_slug === row.programme_slug && answer.lecon === row.lecon && answer.tentative === row.tentative,
+      );
+      const correct = mine.length === 0 ? '—' : `${mine.filter((answer) => answer.correct === 'Oui').length}/${mine.length}`;
+      return [day(row.date), opening(row.lecon, 3), String(row.tentative), `${row.score}/100`, correct, row.reussi];
+    }),
+    'evaluations',
+  );
   if (evaluations.length > 0) {
-    expect(lines).toContain(`Total : ${evaluations.length} tentatives, ${evaluations.filter((row) => row.reussi === 'Oui').length} réussies`);
+    expect(lines).toContain(
+      `Total : ${evaluations.length} tentatives, ${evaluations.filter((row) => row.reussi === 'Oui').length} réussies`,
+    );
   }
 
   const attendance = await fetchAll<Schemas['AttendanceRow']>('attendance', query);
-  expectRows(lines, attendance.map((row) => [dayTime(row.date), opening(row.seance), minutes(row.duree_prevue_min), row.present,
-    minutes(row.temps_connecte_min), row.signe_apprenant, row.signe_formateur]), 'attendance');
+  expectRows(
+    lines,
+    attendance.map((row) => [
+      dayTime(row.date),
+      opening(row.seance),
+      minutes(row.duree_prevue_min),
+      row.present,
+      minutes(row.temps_connecte_min),
+      row.signe_apprenant,
+      row.signe_formateur,
+    ]),
+    'attendance',
+  );
   if (attendance.length > 0) {
     const present = attendance.filter((row) => row.present === 'Oui').length;
     const connected = attendance.reduce((sum, row) => sum + row.temps_connecte_min, 0);
     const planned = attendance.reduce((sum, row) => sum + row.duree_prevue_min, 0);
-    expect(lines).toContainEqual(expect.stringMatching(new RegExp(
-      `^Total : ${attendance.length} séances, ${present} présences validées, durée prévue ${minutes(planned)}.*, temps connecté ${minutes(connected)}`,
-    )));
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^Total : ${attendance.length} séances, ${present} présences validées, durée prévue ${minutes(planned)}.*, temps connecté ${minutes(connected)}`,
+        ),
+      ),
+    );
   }
 
   const documents = await fetchAll<Schemas['DocumentRow']>('documents', query);
-  expectRows(lines, documents.map((row) => [row.type, opening(row.programme), day(row.emis_le), `${String(row.heures).replace('.', ',')} h`,
-    outOf(row.score_completion, 100)]), 'documents');
+  expectRows(
+    lines,
+    documents.map((row) => [
+      row.type,
+      opening(row.programme),
+      day(row.emis_le),
+      `${String(row.heures).replace('.', ',')} h`,
+      outOf(row.score_completion, 100),
+    ]),
+    'documents',
+  );
 
   const satisfaction = await fetchAll<Schemas['SatisfactionRow']>('satisfaction', query);
-  expectRows(lines, satisfaction.map((row) => [day(row.repondu_le), opening(row.programme), `${row.note}/5`, `${row.nps}/10`, opening(row.verbatim)]), 'satisfaction');
+  expectRows(
+    lines,
+    satisfaction.map((row) => [day(row.repondu_le), opening(row.programme), `${row.note}/5`, `${row.nps}/10`, opening(row.verbatim)]),
+    'satisfaction',
+  );
   const tutoringRatings = await fetchAll<Schemas['TutoringRatingRow']>('tutoring-ratings', query);
-  expectRows(lines, tutoringRatings.map((row) => [day(row.soumis_le), opening(row.seance), opening(row.formateur, 1), outOf(row.note_seance, 5),
-    `${row.note_formateur}/5`, opening(row.commentaire)]), 'tutoring-ratings');
+  expectRows(
+    lines,
+    tutoringRatings.map((row) => [
+      day(row.soumis_le),
+      opening(row.seance),
+      opening(row.formateur, 1),
+      outOf(row.note_seance, 5),
+      `${row.note_formateur}/5`,
+      opening(row.commentaire),
+    ]),
+    'tutoring-ratings',
+  );
   const lessonRatings = await fetchAll<Schemas['LessonRatingRow']>('lesson-ratings', query);
-  expectRows(lines, lessonRatings.map((row) => [day(row.soumis_le), opening(row.lecon, 3), `${row.note}/5`, opening(row.commentaire)]), 'lesson-ratings');
+  expectRows(
+    lines,
+    lessonRatings.map((row) => [day(row.soumis_le), opening(row.lecon, 3), `${row.note}/5`, opening(row.commentaire)]),
+    'lesson-ratings',
+  );
 
   return { enrollments, logins, progress, evaluations, attendance, documents, satisfaction, tutoringRatings, lessonRatings };
 }
-

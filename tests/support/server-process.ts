@@ -14,8 +14,9 @@ export interface ServerProcess {
 
 // `npm start`'s own command line (its Node flags included), run without npm in between so that
 // signals reach the server itself.
-const [, ...startArguments] = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: { start: string } })
-  .scripts.start.split(' ');
+const [, ...startArguments] = (
+  JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }
+).scripts.start.split(' ');
 
 /** A real server process, started as `npm start` starts it, on a test database, on a free port. */
 export async function startServerProcess(databaseUrl: string, environment: Record<string, string> = {}): Promise<ServerProcess> {
@@ -25,8 +26,12 @@ export async function startServerProcess(databaseUrl: string, environment: Recor
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (chunk) => { output += chunk; });
-  child.stderr!.on('data', (chunk) => { output += chunk; });
+  child.stdout!.on('data', (chunk) => {
+    output += chunk;
+  });
+  child.stderr!.on('data', (chunk) => {
+    output += chunk;
+  });
   const baseUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`le serveur n’a pas démarré :\n${output}`)), 30_000);
     const check = () => {

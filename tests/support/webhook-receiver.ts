@@ -36,8 +36,11 @@ export async function startWebhookReceiver(reply: WebhookReceiver['reply'] = () 
     request.on('end', () => {
       const deliveryId = String(request.headers['x-service-delivery']);
       const entry: ReceivedWebhook = {
-        headers: request.headers, rawBody: Buffer.concat(chunks).toString('utf8'), receivedAt: Date.now(),
-        deliveryId, event: String(request.headers['x-service-event']),
+        headers: request.headers,
+        rawBody: Buffer.concat(chunks).toString('utf8'),
+        receivedAt: Date.now(),
+        deliveryId,
+        event: String(request.headers['x-service-event']),
       };
       const index = receiver.received.push(entry) - 1;
       const now = (inFlight.get(deliveryId) ?? 0) + 1;
@@ -64,10 +67,11 @@ export async function startWebhookReceiver(reply: WebhookReceiver['reply'] = () 
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   };
-  receiver.close = () => new Promise((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
+  receiver.close = () =>
+    new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   return receiver;
 }
 
