@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 INSTALLED := node_modules/.installed
 
-.PHONY: help install run test lint codegen codegen-check typecheck bench contract clean-data
+.PHONY: help install run test lint format codegen codegen-check typecheck bench contract clean-data
 
 help: ## This list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -22,8 +22,12 @@ test: install ## The whole suite on a real PostgreSQL (embedded unless DATABASE_
 	@npx vitest run --reporter=default --reporter=json --outputFile.json=.data/test-results.json; status=$$?; \
 	  if [ -f .data/test-results.json ]; then node scripts/test-summary.mjs .data/test-results.json; fi; exit $$status
 
-lint: install codegen-check typecheck ## Lint openapi.yaml, check generated code is fresh, type-check
+lint: install codegen-check typecheck ## Format and lint the TypeScript (Biome), lint openapi.yaml, check generated code is fresh, type-check
+	npx biome check --error-on-warnings
 	npx redocly lint openapi.yaml --format=stylish
+
+format: install ## Format the TypeScript and apply Biome's safe fixes (import order included)
+	npx biome check --write
 
 codegen: install ## Regenerate codegen/ from openapi.yaml
 	npm run --silent codegen

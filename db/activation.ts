@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { DB } from './connection';
-import { recordEvent } from './webhooks';
 import { parisRfc3339 } from './render';
+import { recordEvent } from './webhooks';
 
 export interface Activation {
   /** false when the call changed nothing (already activated, or not a learner of the organisation). */

@@ -1,3 +1,6 @@
+import type { components } from '../codegen/openapi';
+import type { DB } from './connection';
+import type { LearnerIdentity } from './learners';
 import {
   attendanceResource,
   documentsResource,
@@ -12,9 +15,6 @@ import {
   tutoringRatingsResource,
 } from './resources';
 import type { ResourceDefinition, ResourceFilter } from './resources/definition';
-import type { LearnerIdentity } from './learners';
-import type { components } from '../codegen/openapi';
-import type { DB } from './connection';
 
 type Schemas = components['schemas'];
 

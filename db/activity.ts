@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
+import { activateOnFirstLogin } from './activation';
 import type { DB } from './connection';
 import { formatParisRfc3339 } from './paris-time';
-import { activateOnFirstLogin } from './activation';
 import { type EventLearner, recordEvent } from './webhooks';
 
 /**

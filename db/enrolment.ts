@@ -1,9 +1,9 @@
-import type { components } from '../codegen/openapi';
 import { sql } from 'kysely';
+import type { components } from '../codegen/openapi';
 import type { DB } from './connection';
-import { recordEvent } from './webhooks';
 import { parisDate } from './render';
 import type { LicenceType } from './tables';
+import { recordEvent } from './webhooks';
 
 /** What the organisation allows, and its programmes among those a request names. */
 export interface EnrolmentRules {

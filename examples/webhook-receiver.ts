@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { verifyWebhook, WebhookSignatureError, type VerifiedWebhookEvent } from '../src/webhooks/verify';
+import { type VerifiedWebhookEvent, verifyWebhook, WebhookSignatureError } from '../src/webhooks/verify';
 
 /**
  * A webhook receiver: reads the raw body, verifies `X-Service-Signature` (constant time, 300 s

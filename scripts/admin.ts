@@ -72,14 +72,10 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const rest = argv.slice(argv.indexOf(command.name.split(' ').at(-1)!) + 1);
-  let parsed;
+  const options = { ...command.options, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: false; strict: true; options: typeof options }>>;
   try {
-    parsed = parseArgs({
-      args: rest,
-      allowPositionals: false,
-      strict: true,
-      options: { ...command.options, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    });
+    parsed = parseArgs({ args: rest, allowPositionals: false, strict: true, options });
   } catch (error) {
     await writeAll(process.stderr, `${(error as Error).message}\n\n${commandHelp(command)}\n`);
     return 2;

@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
-import type { Config } from '../src/config';
 import type { DB } from '../db/connection';
+import type { Config } from '../src/config';
 
 /** A mistake in the command line: printed as is, exit code 2. */
 export class UsageError extends Error {}

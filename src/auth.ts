@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { countRequest } from '../db/api-keys';
-import type { ApiScope } from '../db/tables';
-import { formatParisLongDate } from '../db/paris-time';
-import { apiKeyPrefix, hashApiKey } from './api-keys';
 import type { DB } from '../db/connection';
+import { formatParisLongDate } from '../db/paris-time';
+import type { ApiScope } from '../db/tables';
+import { apiKeyPrefix, hashApiKey } from './api-keys';
 import { ApiError } from './errors';
 import { createRequestCounter } from './request-counter';
 
@@ -77,7 +77,7 @@ export function createAuthenticator(
     const header = request.headers.authorization;
     if (!header) return refuse(request, new ApiError('key_missing'));
     const token = bearerPattern.exec(header)?.[1];
-    if (!token || !token.startsWith(apiKeyPrefix)) {
+    if (!token?.startsWith(apiKeyPrefix)) {
       return refuse(
         request,
         new ApiError('key_invalid', `Clé API invalide : le format attendu est « Authorization: Bearer ${apiKeyPrefix}… ».`),

@@ -39,7 +39,7 @@ export async function openDatabase(
   options: { poolSize?: number; serving?: boolean; onConnectionLost?: (error: Error) => void } = {},
 ): Promise<OpenedDatabase> {
   let connectionString = config.databaseUrl;
-  let stopEmbedded = async () => undefined as void;
+  let stopEmbedded = async (): Promise<void> => {};
   if (connectionString === null) {
     const embedded = await startEmbeddedPostgres({
       databaseDir: path.join(config.dataDir, 'postgres'),

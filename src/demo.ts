@@ -1,11 +1,11 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createApiKey } from '../db/api-keys';
-import { seedOrganisation } from './seed/generate';
+import type { DB } from '../db/connection';
 import { addLicences, countOrganisations, createOrganisation } from '../db/organisations';
 import { displayPrefix, generateApiKey, hashApiKey } from './api-keys';
 import type { Config } from './config';
-import type { DB } from '../db/connection';
+import { seedOrganisation } from './seed/generate';
 
 export interface DemoKeys {
   orgId: string;

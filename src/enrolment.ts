@@ -5,10 +5,10 @@ import {
   type EnrolmentCandidate,
   type EnrolmentOutcome,
   type EnrolmentRules,
-  InsufficientLicences,
-  type Member,
   enrolLearners,
+  InsufficientLicences,
   loadEnrolmentRules,
+  type Member,
 } from '../db/enrolment';
 import { canonicalEmail } from '../db/learners';
 import { ApiError } from './errors';

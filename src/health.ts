@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import type { DB } from '../db/connection';
 import { sendApiError } from './error-handler';
 import { serviceUnavailable } from './errors';

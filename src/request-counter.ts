@@ -43,11 +43,14 @@ export function createRequestCounter(db: DB, limit: number, windowSeconds: numbe
     inFlight.add(key);
     try {
       const lookup = await findKeyAndCountRequests(db, keyHash, batch.length, limit, windowSeconds);
-      batch.forEach((waiting, index) => {
-        if (!lookup) return waiting.resolve(null);
+      for (const [index, waiting] of batch.entries()) {
+        if (!lookup) {
+          waiting.resolve(null);
+          continue;
+        }
         const { counted, ...key } = lookup;
         waiting.resolve({ ...key, verdict: counted === null ? null : verdictOf(counted, index, limit) });
-      });
+      }
     } catch (error) {
       for (const waiting of batch) waiting.reject(error);
     } finally {

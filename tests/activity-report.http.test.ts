@@ -3,16 +3,16 @@ import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { components } from '../codegen/openapi';
-import { seedOrganisation } from '../src/seed/generate';
 import { currentParisYear } from '../db/paris-time';
+import { seedOrganisation } from '../src/seed/generate';
 import { extractPdfText, type PdfText } from './activity-report.pdf-text';
-import { expectReportEqualsResources } from './support/report-reading';
 import { bearer, buildTestApp } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
+import { expectReportEqualsResources } from './support/report-reading';
 
 // GET /activity-report through the real server, on a seeded organisation: the PDF's figures are
 // read back with pdf.js and compared with the JSON resources for the same learner, year, programme.
@@ -189,7 +189,7 @@ describe('GET /activity-report', () => {
     try {
       const key = await createKey(database.db, org.orgId, ['read']);
       const statuses: number[] = [];
-      let last;
+      let last: LightMyRequestResponse | undefined;
       for (let i = 0; i < 3; i++) {
         last = await limited.inject({ method: 'GET', url: '/v1/activity-report?email=personne@exemple.fr', headers: bearer(key.key) });
         statuses.push(last.statusCode);

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enrolmentHarness, learnerEmails, licenceInvariants, writtenState } from './enrolment.helpers';
 import { buildTestApp } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner } from './support/factories';
-import { enrolmentHarness, learnerEmails, licenceInvariants, writtenState } from './enrolment.helpers';
 
 let database: TestDatabase;
 let app: FastifyInstance;

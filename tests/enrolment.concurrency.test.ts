@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { takeAtomicPickingTurn } from '../db/enrolment';
+import { learnerEmails, licenceInvariants } from './enrolment.helpers';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLicences, createOrgWithKeys } from './support/factories';
 import { type ServerProcess, startServerProcess } from './support/server-process';
-import { learnerEmails, licenceInvariants } from './enrolment.helpers';
 
 // Real parallel HTTP requests, spread over two server processes on one database: whatever keeps
 // licences honest must hold across processes, so it can only be the database.

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatParisDate } from '../db/paris-time';
+import { enrolmentHarness, type Org } from './enrolment.helpers';
 import { bearer, buildTestApp } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner } from './support/factories';
-import { enrolmentHarness, type Org } from './enrolment.helpers';
 
 let database: TestDatabase;
 let app: FastifyInstance;

@@ -1,10 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completeQuiz, issueCertificate, openLesson, recordLogin, submitSatisfaction } from '../db/activity';
-import { recordEvent } from '../db/webhooks';
-import { createEndpoint, listDeliveries } from '../db/webhooks';
-import { parisRfc3339 } from '../db/render';
 import { formatParisRfc3339 } from '../db/paris-time';
+import { parisRfc3339 } from '../db/render';
+import { createEndpoint, listDeliveries, recordEvent } from '../db/webhooks';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
@@ -12,7 +11,7 @@ import { bearer, buildTestApp, testConfig } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { createOrgWithKeys } from './support/factories';
 import { createProgramme, enrolLearner } from './support/learning-fixture';
-import { startWebhookReceiver, webhookBodyErrors, type WebhookReceiver } from './support/webhook-receiver';
+import { startWebhookReceiver, type WebhookReceiver, webhookBodyErrors } from './support/webhook-receiver';
 
 let database: TestDatabase;
 let org: Awaited<ReturnType<typeof createOrgWithKeys>>;

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { currentParisYear } from '../db/paris-time';
 import { createEndpoint } from '../db/webhooks';
 import { generateWebhookSecret } from '../src/webhooks/signature';
-import { currentParisYear } from '../db/paris-time';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
 import { admin, adminFailure } from './support/admin';
@@ -10,7 +10,7 @@ import { bearer, buildTestApp, testConfig } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { createOrgWithKeys } from './support/factories';
 import { createProgramme, enrolLearner } from './support/learning-fixture';
-import { startWebhookReceiver, webhookBodyErrors, type WebhookReceiver } from './support/webhook-receiver';
+import { startWebhookReceiver, type WebhookReceiver, webhookBodyErrors } from './support/webhook-receiver';
 
 let database: TestDatabase;
 let worker: WebhookDelivery;

@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completeQuiz, issueCertificate, openLesson, recordLogin, submitSatisfaction } from '../db/activity';
 import { extractPdfText } from './activity-report.pdf-text';
@@ -7,8 +7,8 @@ import { admin } from './support/admin';
 import { bearer, buildTestApp } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner, createOrgWithKeys } from './support/factories';
-import { createProgramme, type FixtureLesson } from './support/learning-fixture';
 import { client, type Row, seededOrganisation, seededYear } from './support/learning-factories';
+import { createProgramme, type FixtureLesson } from './support/learning-fixture';
 import { expectReportEqualsResources, type FetchAll } from './support/report-reading';
 
 // A year is a period (DECISIONS): the rows of year Y show Y, and the state reached by 31 December

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DB } from '../db/connection';
 import type { ResourceDefinition, ResourceFilter } from '../db/resources/definition';
 import { countResourceRows, pageResourceRows } from '../db/resources/list';
 import { countedPeriods, progressResource } from '../db/resources/progress';
-import type { DB } from '../db/connection';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { seededOrganisation } from './support/learning-factories';
 

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import Stripe from 'stripe';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { recordEvent } from '../db/webhooks';
 import {
   createEndpoint,
   disableEndpoint,
@@ -9,6 +8,7 @@ import {
   findEndpoint,
   listDeliveries,
   queuePing,
+  recordEvent,
   replayDelivery,
   rotateEndpointSecret,
 } from '../db/webhooks';

@@ -1,12 +1,10 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EventData, recordEvent } from '../db/webhooks';
-import { createEndpoint } from '../db/webhooks';
+import { createEndpoint, type EventData, installDeliveryQueue, recordEvent } from '../db/webhooks';
 import { generateWebhookSecret } from '../src/webhooks/signature';
-import { installDeliveryQueue } from '../db/webhooks';
 import { createTestDatabase, type TestDatabase } from './support/database';
 import { createOrgWithKeys } from './support/factories';
-import { startServerProcess, type ServerProcess } from './support/server-process';
+import { type ServerProcess, startServerProcess } from './support/server-process';
 import { eventually, startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
 let database: TestDatabase;

@@ -428,7 +428,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`select enrolment_years_recount(id) from organisations`.execute(db);
 }
 
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(_db: Kysely<any>): Promise<void> {
   // Not reversible in place: the old counts and copies are rebuilt by their own migrations.
   throw new Error('20261124T0000-year-slices cannot be reverted; restore a backup taken before it.');
 }

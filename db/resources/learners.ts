@@ -1,4 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
+import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
 import { attendanceInScope } from './attendance';
@@ -9,7 +10,6 @@ import { attemptsInScope } from './evaluations';
 import { loginsInScope } from './logins';
 import { yearStart } from './natural-date';
 import { surveysInScope } from './satisfaction';
-import type { components } from '../../codegen/openapi';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type LearnerRow = components['schemas']['LearnerRow'];

@@ -1,5 +1,5 @@
-import { type CompiledQuery, sql, type SelectQueryBuilder } from 'kysely';
-import type { DB, Database } from '../connection';
+import { type CompiledQuery, type SelectQueryBuilder, sql } from 'kysely';
+import type { Database, DB } from '../connection';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
 
 // Any resource's query: the machinery reads rows without caring for their shape.
@@ -40,7 +40,10 @@ const compiledStatementsKept = 1000;
 
 function compiledOnce<Row>(db: DB, key: string, compile: () => CompiledQuery<Row>): CompiledQuery<Row> {
   let statements = compiledStatements.get(db);
-  if (!statements) compiledStatements.set(db, (statements = new Map()));
+  if (!statements) {
+    statements = new Map();
+    compiledStatements.set(db, statements);
+  }
   let compiled = statements.get(key);
   if (!compiled) {
     compiled = compile();

@@ -1,11 +1,11 @@
 import { type RawBuilder, sql } from 'kysely';
+import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDate } from '../render';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
 import { progressPercent } from './enrollments';
 import { yearSliceFilter, yearStart } from './natural-date';
 import { scopeCondition } from './scope';
-import type { components } from '../../codegen/openapi';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type ProgressRow = components['schemas']['ProgressRow'];
@@ -40,9 +40,11 @@ function rowsPerLesson(filter: ResourceFilter): RawBuilder<unknown> {
     select c.lesson_id, c.progress_rows from ${sql.table(table)} c
     where c.org_id = ${filter.orgId} ${filter.programmeId ? sql`and c.programme_id = ${filter.programmeId}` : sql``}
       and c.period >= ${start}::date and c.period < ${end}::date`;
+  // biome-ignore lint/complexity/useMathMinMax: the earlier of two 'YYYY-MM-DD' strings, not numbers
+  const daysTo = fullMonthsFrom < to ? fullMonthsFrom : to;
   return sql`
     select c.lesson_id, sum(c.progress_rows) as n
-    from (${counts('lesson_progress_months', fullMonthsFrom, to)} union all ${counts('lesson_progress_days', from, fullMonthsFrom < to ? fullMonthsFrom : to)}) c
+    from (${counts('lesson_progress_months', fullMonthsFrom, to)} union all ${counts('lesson_progress_days', from, daysTo)}) c
     group by c.lesson_id`;
 }
 

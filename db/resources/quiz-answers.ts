@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
+import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDateTime } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalDayFilter } from './natural-date';
 import { scopeCondition, windowByKeys, withLessonContext } from './scope';
-import type { components } from '../../codegen/openapi';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type QuizAnswerRow = components['schemas']['QuizAnswerRow'];

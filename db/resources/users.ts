@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
+import type { components } from '../../codegen/openapi';
 import { parisDate, parisDay } from '../render';
 import type { ResourceDefinition } from './definition';
-import type { components } from '../../codegen/openapi';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type UserRow = components['schemas']['UserRow'];

@@ -1,6 +1,6 @@
 import { findOrganisation } from '../../db/organisations';
-import { type AdminCommand, positiveInteger, requiredUuid, UsageError } from '../command';
 import { seedOrganisation } from '../../src/seed/generate';
+import { type AdminCommand, positiveInteger, requiredUuid, UsageError } from '../command';
 import { ProgressBar } from '../progress-bar';
 
 export const commands: AdminCommand[] = [
@@ -19,7 +19,7 @@ export const commands: AdminCommand[] = [
       if (!(await findOrganisation(context.db, orgId))) throw new UsageError(`Aucune organisation ${orgId}.`);
       const bar = new ProgressBar('Génération', learners);
       const started = Date.now();
-      let result;
+      let result: Awaited<ReturnType<typeof seedOrganisation>>;
       try {
         result = await seedOrganisation(context.db, {
           orgId,

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { completeQuiz, issueCertificate, openLesson, recordLogin, submitSatisfaction } from '../../db/activity';
-import { findOrganisation } from '../../db/organisations';
 import type { DB } from '../../db/connection';
+import { findOrganisation } from '../../db/organisations';
 import { installDeliveryQueue } from '../../db/webhooks';
 import { type AdminCommand, positiveInteger, requiredUuid, UsageError } from '../command';
 

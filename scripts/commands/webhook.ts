@@ -1,4 +1,3 @@
-import { subscribableEventTypes } from '../../db/webhooks';
 import { findOrganisation } from '../../db/organisations';
 import type { DeliveryStatus } from '../../db/tables/webhooks';
 import {
@@ -7,14 +6,15 @@ import {
   enableEndpoint,
   findDelivery,
   findEndpoint,
+  installDeliveryQueue,
   listDeliveries,
   listEndpoints,
   queuePing,
   replayDelivery,
   rotateEndpointSecret,
+  subscribableEventTypes,
 } from '../../db/webhooks';
 import { checkWebhookUrl, WebhookAddressError } from '../../src/webhooks/address-guard';
-import { installDeliveryQueue } from '../../db/webhooks';
 import { generateWebhookSecret } from '../../src/webhooks/signature';
 import { type AdminCommand, type CommandContext, positiveInteger, requiredString, requiredUuid, UsageError } from '../command';
 

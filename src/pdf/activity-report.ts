@@ -2,6 +2,7 @@ import type { components } from '../../codegen/openapi';
 import type { ActivityReportData } from '../../db/activity-report';
 
 export type { ActivityReportData } from '../../db/activity-report';
+
 import type {
   Alignment,
   CanvasNode,

@@ -1,12 +1,12 @@
 import { sql } from 'kysely';
-import { findOrganisation } from '../../db/organisations';
 import type { DB } from '../../db/connection';
+import { findOrganisation } from '../../db/organisations';
 import { currentParisYear, formatParisDate } from '../../db/paris-time';
 import { RowBuffer, writeBatch } from './bulk-insert';
 import { ParisCalendar } from './calendar';
-import { programmeTemplates, type ProgrammeTemplate, trainerNames } from './catalogue';
+import { type ProgrammeTemplate, programmeTemplates, trainerNames } from './catalogue';
 import { hashText, Random } from './random';
-import { type Pace, plannedProgrammes, type ProgrammePlan, type Story, storyOf } from './stories';
+import { type Pace, type ProgrammePlan, plannedProgrammes, type Story, storyOf } from './stories';
 import * as words from './vocabulary';
 
 export interface SeedOptions {

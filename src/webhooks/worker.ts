@@ -2,10 +2,10 @@ import pg from 'pg';
 import PgBoss from 'pg-boss';
 import type { DB } from '../../db/connection';
 import {
-  claimDeliveries,
   type ClaimedDelivery,
-  deliveryChannel,
+  claimDeliveries,
   type DeliveryJob,
+  deliveryChannel,
   deliveryQueue,
   deliveryQueueOptions,
   recordAttempts,
@@ -162,7 +162,11 @@ async function startPollers(boss: PgBoss, handle: (jobs: PgBoss.Job<DeliveryJob>
     });
     workerIds.push(id);
   }
-  return { wakeAll: () => workerIds.forEach((id) => boss.notifyWorker(id)) };
+  return {
+    wakeAll: () => {
+      for (const id of workerIds) boss.notifyWorker(id);
+    },
+  };
 }
 
 /**

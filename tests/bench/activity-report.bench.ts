@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
+import { currentParisYear } from '../../db/paris-time';
 import { learnersResource } from '../../db/resources';
 import { seedOrganisation } from '../../src/seed/generate';
-import { currentParisYear } from '../../db/paris-time';
 import { createOrgWithKeys } from '../support/factories';
 import { openBenchDatabase, percentile, report, startServerProcess } from './support';
 

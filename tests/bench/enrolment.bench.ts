@@ -20,7 +20,10 @@ const database = await openBenchDatabase('bench_enrolment');
 const server = await startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' });
 
 let sequence = 0;
-const nextEmail = () => `apprenant${(sequence += 1)}@banc.fr`;
+const nextEmail = () => {
+  sequence += 1;
+  return `apprenant${sequence}@banc.fr`;
+};
 
 async function enrol(key: string, payload: unknown): Promise<{ status: number; ms: number; body: any }> {
   const started = performance.now();

@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { type CompiledQuery, sql } from 'kysely';
 import pg from 'pg';
+import { currentParisYear } from '../../db/paris-time';
 import { resources } from '../../db/resources';
 import type { ResourceDefinition, ResourceFilter } from '../../db/resources/definition';
 import { allowedWindow, countQuery } from '../../db/resources/list';
-import { currentParisYear } from '../../db/paris-time';
-import { createOrgWithKeys } from '../support/factories';
 import { seedOrganisation } from '../../src/seed/generate';
+import { createOrgWithKeys } from '../support/factories';
 import { openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**

@@ -1,8 +1,8 @@
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { startPostgresServer } from '../support/postgres-server';
-import { migrateToLatest } from '../../db/migrate';
 import { createDb, type DB } from '../../db/connection';
+import { migrateToLatest } from '../../db/migrate';
+import { startPostgresServer } from '../support/postgres-server';
 
 export { freePort } from '../support/ports';
 export { startServerProcess } from '../support/server-process';

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { countQuery } from '../../db/resources/list';
 import { usersResource } from '../../db/resources/users';
 import { createOrgWithKeys } from '../support/factories';
-import { freePort, load, type LoadResult, openBenchDatabase, percentile, report, startServerProcess } from './support';
+import { freePort, type LoadResult, load, openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**
  * Issue 2: authenticated GET /users?limit=100 on an organisation of 5,000 learners, side by side

@@ -1,9 +1,7 @@
 import { createServer } from 'node:http';
-import { recordEvent } from '../../db/webhooks';
-import { createOrganisation } from '../../db/organisations';
-import { createEndpoint } from '../../db/webhooks';
 import { createDb, type DB } from '../../db/connection';
-import { installDeliveryQueue } from '../../db/webhooks';
+import { createOrganisation } from '../../db/organisations';
+import { createEndpoint, installDeliveryQueue, recordEvent } from '../../db/webhooks';
 import { generateWebhookSecret } from '../../src/webhooks/signature';
 import { openBenchDatabase, percentile, report, startServerProcess } from './support';
 

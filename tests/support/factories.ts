@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import { createApiKey } from '../../db/api-keys';
+import type { DB } from '../../db/connection';
 import { addLicences, createOrganisation } from '../../db/organisations';
 import type { LicenceStatus, LicenceType, MembershipStatus } from '../../db/tables';
 import { displayPrefix, generateApiKey, hashApiKey } from '../../src/api-keys';
-import type { DB } from '../../db/connection';
 
 /** Small factories for tests: an organisation with keys, learners and licences in chosen states. */
 export async function createOrgWithKeys(db: DB, options: { name?: string; domains?: string[] } = {}) {

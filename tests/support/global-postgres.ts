@@ -1,8 +1,8 @@
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { startPostgresServer } from './postgres-server';
-import { migrateToLatest } from '../../db/migrate';
 import { createDb } from '../../db/connection';
+import { migrateToLatest } from '../../db/migrate';
+import { startPostgresServer } from './postgres-server';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -14,7 +14,7 @@ addFormats(ajv);
 ajv.addSchema(document, 'openapi.yaml');
 const compiled = new Map<string, ValidateFunction>();
 
-const escape = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1');
+const escapePointer = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1');
 
 function deref(node: any): any {
   while (node && typeof node === 'object' && typeof node.$ref === 'string') {
@@ -36,8 +36,8 @@ export function responseSchemaPointer(path: string, method: string, status: numb
   if (!response?.content?.[mediaType]?.schema) return null;
   // Follow the response's own $ref, if any, so the pointer lands on a schema Ajv can compile.
   const responseRef: string | undefined = responses[code]?.$ref;
-  const base = responseRef ? responseRef : `#/paths/${escape(path)}/${method.toLowerCase()}/responses/${code}`;
-  return `openapi.yaml${base}/content/${escape(mediaType)}/schema`;
+  const base = responseRef ? responseRef : `#/paths/${escapePointer(path)}/${method.toLowerCase()}/responses/${code}`;
+  return `openapi.yaml${base}/content/${escapePointer(mediaType)}/schema`;
 }
 
 /** The Ajv errors of a body against its documented schema (empty: valid). */
