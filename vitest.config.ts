@@ -10,5 +10,8 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     reporters: ['default'],
+    // tests/support/lifecycle.ts relies on it: beforeAll hooks in the order registered, afterAll in
+    // reverse, so a file's own teardown runs before its app is closed and its database dropped.
+    sequence: { hooks: 'stack' },
   },
 });

@@ -1,31 +1,23 @@
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { activateOnFirstLogin } from '../db/activation';
-import { bearer, buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { bearer } from './support/app';
 import { addLearner, createOrgWithKeys } from './support/factories';
+import { useTestApp } from './support/lifecycle';
 
-let database: TestDatabase;
-let app: FastifyInstance;
+const fixture = useTestApp();
 let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
 let other: Awaited<ReturnType<typeof createOrgWithKeys>>;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db);
-  org = await createOrgWithKeys(database.db);
-  other = await createOrgWithKeys(database.db, { name: 'Autre organisme' });
-});
-afterAll(async () => {
-  await app.close();
-  await database.drop();
+  org = await createOrgWithKeys(fixture.db);
+  other = await createOrgWithKeys(fixture.db, { name: 'Autre organisme' });
 });
 
 const activate = (membershipId: string, at: Date, orgId = org.orgId) =>
-  database.db.transaction().execute((trx) => activateOnFirstLogin(trx, { orgId, membershipId, at }));
+  fixture.db.transaction().execute((trx) => activateOnFirstLogin(trx, { orgId, membershipId, at }));
 
 async function state(membershipId: string) {
-  return database.db
+  return fixture.db
     .selectFrom('memberships as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .innerJoin('licences as l', 'l.membership_id', 'm.id')
@@ -35,7 +27,7 @@ async function state(membershipId: string) {
 }
 
 const activatedEvents = (orgId = org.orgId) =>
-  database.db
+  fixture.db
     .selectFrom('events')
     .select(['type', 'data'])
     .where('org_id', '=', orgId)
@@ -44,7 +36,7 @@ const activatedEvents = (orgId = org.orgId) =>
     .execute();
 
 async function invited(email: string) {
-  return addLearner(database.db, org.orgId, {
+  return addLearner(fixture.db, org.orgId, {
     email,
     name: null,
     status: 'invité',
@@ -73,7 +65,9 @@ describe('activateOnFirstLogin', () => {
         data: { learner: { user_id: userId, email: 'lina@exemple.fr', name: null }, activated_at: '2026-01-14T09:05:21.640+01:00' },
       },
     ]);
-    const users = (await app.inject({ method: 'GET', url: '/v1/users?email=lina@exemple.fr', headers: bearer(org.readKey) })).json();
+    const users = (
+      await fixture.app.inject({ method: 'GET', url: '/v1/users?email=lina@exemple.fr', headers: bearer(org.readKey) })
+    ).json();
     expect(users.data[0]).toMatchObject({ statut: 'actif', licence_statut: 'activée', inscrit_le: '2026-01-14' });
   });
 
@@ -97,7 +91,7 @@ describe('activateOnFirstLogin', () => {
   });
 
   it('activates the licence of a learner attached as actif, with the summer offset', async () => {
-    const { membershipId } = await addLearner(database.db, org.orgId, {
+    const { membershipId } = await addLearner(fixture.db, org.orgId, {
       email: 'paul@exemple.fr',
       name: 'Paul Roy',
       at: '2026-06-20 10:00',
@@ -126,7 +120,7 @@ describe('activateOnFirstLogin', () => {
     const { membershipId } = await invited('rollback@exemple.fr');
     const before = (await activatedEvents()).length;
     await expect(
-      database.db.transaction().execute(async (trx) => {
+      fixture.db.transaction().execute(async (trx) => {
         await activateOnFirstLogin(trx, { orgId: org.orgId, membershipId, at: new Date() });
         throw new Error('rollback');
       }),

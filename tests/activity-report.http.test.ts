@@ -3,15 +3,15 @@ import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LightMyRequestResponse } from 'fastify';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { components } from '../codegen/openapi';
 import { currentParisYear } from '../db/paris-time';
 import { seedOrganisation } from '../src/seed/generate';
 import { extractPdfText, type PdfText } from './activity-report.pdf-text';
 import { bearer, buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
+import { useTestApp } from './support/lifecycle';
 import { expectReportEqualsResources } from './support/report-reading';
 
 // GET /activity-report through the real server, on a seeded organisation: the PDF's figures are
@@ -20,8 +20,8 @@ import { expectReportEqualsResources } from './support/report-reading';
 type Schemas = components['schemas'];
 const run = promisify(execFile);
 
-let database: TestDatabase;
-let app: FastifyInstance;
+// Many JSON reads to compare with: a rate limit that does not get in the way.
+const fixture = useTestApp({ rateLimitPerMinute: 100_000 });
 let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
 let other: Awaited<ReturnType<typeof createOrgWithKeys>>;
 /** The learner of 2025 with the most logins among those who attended tutoring. */
@@ -32,19 +32,16 @@ let quietLearner: { userId: string; email: string };
 let strangerEmail: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  // Many JSON reads to compare with: a rate limit that does not get in the way.
-  app = await buildTestApp(database.db, { rateLimitPerMinute: 100_000 });
-  org = await createOrgWithKeys(database.db, { name: 'Organisme Émeraude & Fils' });
-  other = await createOrgWithKeys(database.db, { name: 'Autre organisme' });
-  await seedOrganisation(database.db, { orgId: org.orgId, learners: 60, seed: 11, year: 2025, now: new Date('2026-01-10T12:00:00Z') });
-  quietLearner = await addLearner(database.db, org.orgId, {
+  org = await createOrgWithKeys(fixture.db, { name: 'Organisme Émeraude & Fils' });
+  other = await createOrgWithKeys(fixture.db, { name: 'Autre organisme' });
+  await seedOrganisation(fixture.db, { orgId: org.orgId, learners: 60, seed: 11, year: 2025, now: new Date('2026-01-10T12:00:00Z') });
+  quietLearner = await addLearner(fixture.db, org.orgId, {
     email: 'zoe.quiet@exemple.fr',
     name: 'Zoé Tranquille',
     at: '2026-01-05 10:00',
   }).then(({ userId }) => ({ userId, email: 'zoe.quiet@exemple.fr' }));
   strangerEmail = 'secret@autre.fr';
-  await addLearner(database.db, other.orgId, { email: strangerEmail, name: 'Secret', at: '2026-01-05 10:00' });
+  await addLearner(fixture.db, other.orgId, { email: strangerEmail, name: 'Secret', at: '2026-01-05 10:00' });
   const learners = await fetchAll<Schemas['LearnerRow']>('learners', 'year=2025');
   heavy = learners.filter((row) => row.seances_tutorat > 0).sort((a, b) => b.connexions - a.connexions)[0]!;
   coverage = [heavy];
@@ -53,12 +50,8 @@ beforeAll(async () => {
     if (!coverage.some((row) => emails.has(row.email))) coverage.push(learners.find((row) => emails.has(row.email))!);
   }
 }, 120_000);
-afterAll(async () => {
-  await app.close();
-  await database.drop();
-});
 
-const get = (url: string, headers: Record<string, string> = bearer(org.readKey)) => app.inject({ method: 'GET', url, headers });
+const get = (url: string, headers: Record<string, string> = bearer(org.readKey)) => fixture.app.inject({ method: 'GET', url, headers });
 
 async function fetchAll<Row>(resource: string, query: string): Promise<Row[]> {
   const rows: Row[] = [];
@@ -185,9 +178,9 @@ describe('GET /activity-report', () => {
   });
 
   it('answers 429 past the rate limit, like every endpoint', async () => {
-    const limited = await buildTestApp(database.db, { rateLimitPerMinute: 2 });
+    const limited = await buildTestApp(fixture.db, { rateLimitPerMinute: 2 });
     try {
-      const key = await createKey(database.db, org.orgId, ['read']);
+      const key = await createKey(fixture.db, org.orgId, ['read']);
       const statuses: number[] = [];
       let last: LightMyRequestResponse | undefined;
       for (let i = 0; i < 3; i++) {

@@ -1,11 +1,9 @@
 import fc from 'fast-check';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadOpenapiDocument } from '../src/openapi-document';
-import { buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLicences, createKey } from './support/factories';
 import { client, seededOrganisation } from './support/learning-factories';
+import { useTestApp } from './support/lifecycle';
 import { responseErrors } from './support/openapi-validator';
 
 // Requests generated from openapi.yaml itself, for every operation: each parameter and body field
@@ -16,22 +14,19 @@ import { responseErrors } from './support/openapi-validator';
 const document = loadOpenapiDocument();
 const runs = Number(process.env.PROPERTY_RUNS ?? 1500);
 
-let database: TestDatabase;
-let app: FastifyInstance;
+const fixture = useTestApp({ rateLimitPerMinute: 1_000_000 });
 let keys: Record<'read' | 'write' | 'revoked', string>;
 let known: { emails: string[]; userIds: string[]; slugs: string[] };
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db, { rateLimitPerMinute: 1_000_000 });
-  const org = await seededOrganisation(database.db, { name: 'Formations Propriétés', learners: 25, seed: 8 });
+  const org = await seededOrganisation(fixture.db, { name: 'Formations Propriétés', learners: 25, seed: 8 });
   // Licences to spare, so that enrolments succeed until the batches use them up.
-  await addLicences(database.db, org.orgId, 'standard', 300);
-  const revoked = await createKey(database.db, org.orgId, ['read']);
-  await database.db.updateTable('api_keys').set({ revoked_at: new Date() }).where('id', '=', revoked.id).execute();
+  await addLicences(fixture.db, org.orgId, 'standard', 300);
+  const revoked = await createKey(fixture.db, org.orgId, ['read']);
+  await fixture.db.updateTable('api_keys').set({ revoked_at: new Date() }).where('id', '=', revoked.id).execute();
   keys = { read: org.readKey, write: org.writeKey, revoked: revoked.key };
-  const users = await client(app, org.readKey).all('users');
-  const userIds = await database.db
+  const users = await client(fixture.app, org.readKey).all('users');
+  const userIds = await fixture.db
     .selectFrom('memberships as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .select('a.id')
@@ -39,10 +34,6 @@ beforeAll(async () => {
     .execute();
   known = { emails: users.map((user) => user.email as string), userIds: userIds.map((row) => row.id), slugs: org.seeded.programmes };
 }, 120_000);
-afterAll(async () => {
-  await app.close();
-  await database.drop();
-});
 
 function deref(node: any): any {
   while (node && typeof node === 'object' && typeof node.$ref === 'string') {
@@ -300,7 +291,7 @@ describe('requests generated from openapi.yaml', () => {
     const all = fc.oneof(...operations.map(({ path, method, operation }) => requestsFor(path, method, operation)));
     await fc.assert(
       fc.asyncProperty(all, async (request) => {
-        const response = await app.inject({
+        const response = await fixture.app.inject({
           method: request.method,
           url: request.url,
           headers: request.headers,

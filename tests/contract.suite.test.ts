@@ -1,12 +1,10 @@
 import { createServer } from 'node:http';
-import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resourceNames } from '../handlers/get-unknown-resource';
-import { buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLicences, createKey } from './support/factories';
 import { seededOrganisation, seededYear } from './support/learning-factories';
+import { useTestApp } from './support/lifecycle';
 import { documentedHeaders, responseErrors } from './support/openapi-validator';
 import { type PrismProcess, startPrism } from './support/prism';
 
@@ -187,17 +185,15 @@ async function checkRateLimit(target: Target) {
   if (target.kind !== 'mock') expect(body.retry_after).toBe(retryAfter);
 }
 
-let database: TestDatabase;
-let app: FastifyInstance;
+const fixture = useTestApp();
 const prisms: PrismProcess[] = [];
 const targets: Target[] = [];
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   // Real data from the generator, so every row schema meets real values (nulls, accents, Oui/Non).
-  const org = await seededOrganisation(database.db, { name: 'Formations Horizon', learners: 12, seed: 7 });
-  await addLicences(database.db, org.orgId, 'standard', 10);
-  const busiest = await database.db
+  const org = await seededOrganisation(fixture.db, { name: 'Formations Horizon', learners: 12, seed: 7 });
+  await addLicences(fixture.db, org.orgId, 'standard', 10);
+  const busiest = await fixture.db
     .selectFrom('logins')
     .innerJoin('memberships', 'memberships.id', 'logins.membership_id')
     .innerJoin('accounts', 'accounts.id', 'memberships.account_id')
@@ -208,11 +204,10 @@ beforeAll(async () => {
     .limit(1)
     .executeTakeFirstOrThrow();
   learnerEmail = busiest.email;
-  app = await buildTestApp(database.db);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const realUrl = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
-  const spareReal = (await createKey(database.db, org.orgId, ['read'])).key;
-  const spareProxy = (await createKey(database.db, org.orgId, ['read'])).key;
+  await fixture.app.listen({ port: 0, host: '127.0.0.1' });
+  const realUrl = `http://127.0.0.1:${(fixture.app.server.address() as { port: number }).port}/v1`;
+  const spareReal = (await createKey(fixture.db, org.orgId, ['read'])).key;
+  const spareProxy = (await createKey(fixture.db, org.orgId, ['read'])).key;
   const [staticMock, dynamicMock, proxy] = await Promise.all([
     startPrism({ mock: 'static' }),
     startPrism({ mock: 'dynamic' }),
@@ -235,8 +230,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(prisms.map((prism) => prism.stop()));
-  await app?.close();
-  await database?.drop();
 });
 
 describe('the contract, against the mock and the real server', () => {

@@ -3,22 +3,20 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOpenapiDocument } from '../src/openapi-document';
 import { ensureChromium, headlessChromium } from './support/chromium';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { useTestDatabase } from './support/lifecycle';
 import { projectRoot, type ServerProcess, startServerProcess } from './support/server-process';
 
 const chromium = ensureChromium();
 if ('missing' in chromium) process.stdout.write(`docs.browser: test ignoré — ${chromium.missing}\n`);
 
-let database: TestDatabase;
+const database = useTestDatabase();
 let server: ServerProcess;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   server = await startServerProcess(database.url);
 }, 60_000);
 afterAll(async () => {
   await server?.stop();
-  await database?.drop();
 });
 
 describe.skipIf('missing' in chromium)('the docs page in a real browser', () => {

@@ -1,31 +1,19 @@
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { enrolmentHarness, learnerEmails, licenceInvariants, writtenState } from './enrolment.helpers';
-import { buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner } from './support/factories';
+import { useTestApp } from './support/lifecycle';
 
-let database: TestDatabase;
-let app: FastifyInstance;
+const fixture = useTestApp();
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db);
-});
-afterAll(async () => {
-  await app.close();
-  await database.drop();
-});
-
-const { newOrg, enrol, expectRefused } = enrolmentHarness(() => ({ db: database.db, app }));
+const { newOrg, enrol, expectRefused } = enrolmentHarness(fixture);
 
 const rows = (emails: string[]) => emails.map((email) => ({ email }));
 
 describe('POST /users, a best-effort batch', () => {
   it('answers 200 with one result per row, in request order, each row succeeding or failing on its own', async () => {
     const org = await newOrg({ standard: 2, tutorat: 1 }, ['exemple.fr']);
-    await addLearner(database.db, org.orgId, { email: 'deja@exemple.fr', licence: { type: 'standard', status: 'activée' } });
-    await addLearner(database.db, (await newOrg({})).orgId, { email: 'compte@exemple.fr', name: 'Compte Existant' });
+    await addLearner(fixture.db, org.orgId, { email: 'deja@exemple.fr', licence: { type: 'standard', status: 'activée' } });
+    await addLearner(fixture.db, (await newOrg({})).orgId, { email: 'compte@exemple.fr', name: 'Compte Existant' });
     const response = await enrol(org, {
       users: [
         { email: ' Premier@Exemple.fr ' },
@@ -58,7 +46,7 @@ describe('POST /users, a best-effort batch', () => {
     expect(Object.keys(body.results[0])).toEqual(['email', 'status', 'member_id']);
     expect(Object.keys(body.results[1])).toEqual(['email', 'member_id', 'error']);
     // Licences go to the rows in request order: standard, standard, then tutorat.
-    const licences = await database.db
+    const licences = await fixture.db
       .selectFrom('licences')
       .select(['type', 'membership_id'])
       .where('org_id', '=', org.orgId)
@@ -71,8 +59,8 @@ describe('POST /users, a best-effort batch', () => {
       'tutorat',
     ]);
     // The row without a licence left nothing behind, not even its account.
-    expect(await database.db.selectFrom('accounts').select('id').where('email', '=', 'sans-licence@exemple.fr').execute()).toEqual([]);
-    expect(await licenceInvariants(database.db, org.orgId, ['sans-licence@exemple.fr'])).toMatchObject({
+    expect(await fixture.db.selectFrom('accounts').select('id').where('email', '=', 'sans-licence@exemple.fr').execute()).toEqual([]);
+    expect(await licenceInvariants(fixture.db, org.orgId, ['sans-licence@exemple.fr'])).toMatchObject({
       members_without_one_licence: 0,
       stray_licences: 0,
       members: 4,
@@ -85,16 +73,16 @@ describe('POST /users, a best-effort batch', () => {
     const org = await newOrg({ standard: 10 });
     const batch = { users: rows(learnerEmails('relance', 4)) };
     expect((await enrol(org, batch)).json().summary).toEqual({ requested: 4, enrolled: 4, failed: 0 });
-    const before = await writtenState(database.db, org.orgId);
+    const before = await writtenState(fixture.db, org.orgId);
     const again = (await enrol(org, batch)).json();
     expect(again.summary).toEqual({ requested: 4, enrolled: 0, failed: 4 });
     expect(again.results.every((r: { error: string; member_id: null }) => r.member_id === null && /déjà membre/.test(r.error))).toBe(true);
-    expect(await writtenState(database.db, org.orgId)).toEqual(before);
+    expect(await writtenState(fixture.db, org.orgId)).toEqual(before);
   });
 
   it('enrols each row in its programmes and records one learner.enrolled per enrolled row', async () => {
     const org = await newOrg({ standard: 5 });
-    await database.db
+    await fixture.db
       .insertInto('programmes')
       .values([
         { org_id: org.orgId, slug: 'excel-intermediaire', title: 'Excel' },
@@ -111,7 +99,7 @@ describe('POST /users, a best-effort batch', () => {
       })
     ).json();
     expect(body.summary.enrolled).toBe(3);
-    const enrolments = await database.db
+    const enrolments = await fixture.db
       .selectFrom('programme_enrolments as e')
       .innerJoin('memberships as m', 'm.id', 'e.membership_id')
       .innerJoin('accounts as a', 'a.id', 'm.account_id')
@@ -126,7 +114,7 @@ describe('POST /users, a best-effort batch', () => {
       { email: 'lea@exemple.fr', slug: 'excel-intermediaire' },
       { email: 'lea@exemple.fr', slug: 'management-equipe' },
     ]);
-    const events = await database.db
+    const events = await fixture.db
       .selectFrom('events')
       .select('data')
       .where('org_id', '=', org.orgId)
@@ -184,7 +172,7 @@ describe('POST /users, a best-effort batch', () => {
 describe('POST /users, an atomic batch', () => {
   it('enrols every row in one transaction; rows already members fail without blocking and use no licence', async () => {
     const org = await newOrg({ standard: 1, tutorat: 1 });
-    await addLearner(database.db, org.orgId, { email: 'deja@exemple.fr', licence: { type: 'standard', status: 'activée' } });
+    await addLearner(fixture.db, org.orgId, { email: 'deja@exemple.fr', licence: { type: 'standard', status: 'activée' } });
     const response = await enrol(org, { users: rows(['a@exemple.fr', 'deja@exemple.fr', 'b@exemple.fr', 'A@exemple.fr']), atomic: true });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({
@@ -207,7 +195,7 @@ describe('POST /users, an atomic batch', () => {
       409,
       /^Licences disponibles insuffisantes pour ce lot atomique : 3 nécessaire\(s\), 2 disponible\(s\)\. Personne n’a été inscrit\.$/,
     );
-    expect(await database.db.selectFrom('accounts').select('id').where('email', 'in', emails).execute()).toEqual([]);
+    expect(await fixture.db.selectFrom('accounts').select('id').where('email', 'in', emails).execute()).toEqual([]);
   });
 
   it('refuses the whole batch with 400 when any row has a bad email or domain, naming the rows', async () => {

@@ -2,23 +2,21 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { takeAtomicPickingTurn } from '../db/enrolment';
 import { learnerEmails, licenceInvariants } from './enrolment.helpers';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLicences, createOrgWithKeys } from './support/factories';
+import { useTestDatabase } from './support/lifecycle';
 import { type ServerProcess, startServerProcess } from './support/server-process';
 
 // Real parallel HTTP requests, spread over two server processes on one database: whatever keeps
 // licences honest must hold across processes, so it can only be the database.
-let database: TestDatabase;
+const database = useTestDatabase();
 let servers: ServerProcess[];
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   const environment = { RATE_LIMIT_PER_MINUTE: '1000000' };
   servers = await Promise.all([startServerProcess(database.url, environment), startServerProcess(database.url, environment)]);
 }, 60_000);
 afterAll(async () => {
   await Promise.all(servers.map((server) => server.stop()));
-  await database.drop();
 });
 
 const rounds = 3;

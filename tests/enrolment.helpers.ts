@@ -1,9 +1,9 @@
-import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { expect } from 'vitest';
 import type { DB } from '../db/connection';
 import { bearer } from './support/app';
 import { addLicences, createOrgWithKeys } from './support/factories';
+import type { AppFixture } from './support/lifecycle';
 import { responseErrors } from './support/openapi-validator';
 
 /** Everything an enrolment may write, counted: a refused request must leave it unchanged. */
@@ -52,9 +52,9 @@ export type Org = Awaited<ReturnType<typeof createOrgWithKeys>>;
  * What the enrolment tests share, bound to their file's database and server: organisations with
  * licences, POST /users checked against openapi.yaml, and refusals that must write nothing.
  */
-export function enrolmentHarness(context: () => { db: DB; app: FastifyInstance }) {
+export function enrolmentHarness(fixture: AppFixture) {
   async function newOrg(licences: { standard?: number; tutorat?: number } = { standard: 5 }, domains: string[] = []): Promise<Org> {
-    const { db } = context();
+    const { db } = fixture;
     const org = await createOrgWithKeys(db, { domains });
     if (licences.standard) await addLicences(db, org.orgId, 'standard', licences.standard);
     if (licences.tutorat) await addLicences(db, org.orgId, 'tutorat', licences.tutorat);
@@ -63,18 +63,18 @@ export function enrolmentHarness(context: () => { db: DB; app: FastifyInstance }
 
   /** POST /users through the real server; every answer must match what openapi.yaml documents for it. */
   async function enrol(org: Org, payload: unknown, key = org.writeKey) {
-    const response = await context().app.inject({ method: 'POST', url: '/v1/users', headers: bearer(key), payload: payload as never });
+    const response = await fixture.app.inject({ method: 'POST', url: '/v1/users', headers: bearer(key), payload: payload as never });
     expect(responseErrors('/users', 'POST', response.statusCode, response.json())).toEqual([]);
     return response;
   }
 
   /** Sends a request that must be refused with `status`, and checks that it wrote nothing at all. */
   async function expectRefused(org: Org, payload: unknown, status: number, message: RegExp, key = org.writeKey) {
-    const before = await writtenState(context().db, org.orgId);
+    const before = await writtenState(fixture.db, org.orgId);
     const response = await enrol(org, payload, key);
     expect(response.statusCode).toBe(status);
     expect(response.json()).toEqual({ error: expect.stringMatching(message) });
-    expect(await writtenState(context().db, org.orgId)).toEqual(before);
+    expect(await writtenState(fixture.db, org.orgId)).toEqual(before);
   }
 
   return { newOrg, enrol, expectRefused };

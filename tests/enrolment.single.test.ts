@@ -1,28 +1,17 @@
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { formatParisDate } from '../db/paris-time';
 import { enrolmentHarness, type Org } from './enrolment.helpers';
-import { bearer, buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { bearer } from './support/app';
 import { addLearner } from './support/factories';
+import { useTestApp } from './support/lifecycle';
 
-let database: TestDatabase;
-let app: FastifyInstance;
+const fixture = useTestApp();
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db);
-});
-afterAll(async () => {
-  await app.close();
-  await database.drop();
-});
-
-const { newOrg, enrol, expectRefused } = enrolmentHarness(() => ({ db: database.db, app }));
-const get = (org: Org, url: string) => app.inject({ method: 'GET', url, headers: bearer(org.readKey) }).then((r) => r.json());
+const { newOrg, enrol, expectRefused } = enrolmentHarness(fixture);
+const get = (org: Org, url: string) => fixture.app.inject({ method: 'GET', url, headers: bearer(org.readKey) }).then((r) => r.json());
 
 async function addProgramme(orgId: string, slug: string) {
-  return database.db
+  return fixture.db
     .insertInto('programmes')
     .values({ org_id: orgId, slug, title: `Programme ${slug}` })
     .returning('id')
@@ -51,16 +40,16 @@ describe('POST /users, one learner', () => {
       status: 'pending',
     });
     expect(Object.keys(body.member)).toEqual(['id', 'user_id', 'email', 'nom', 'statut', 'licence_type', 'programmes', 'inscrit_le']);
-    const licence = await database.db
+    const licence = await fixture.db
       .selectFrom('licences')
       .selectAll()
       .where('membership_id', '=', body.member.id)
       .executeTakeFirstOrThrow();
     expect(licence).toMatchObject({ status: 'attribuée', type: 'standard', org_id: org.orgId });
     expect(licence.assigned_at).toBeInstanceOf(Date);
-    const membership = await database.db.selectFrom('memberships').selectAll().where('id', '=', body.member.id).executeTakeFirstOrThrow();
+    const membership = await fixture.db.selectFrom('memberships').selectAll().where('id', '=', body.member.id).executeTakeFirstOrThrow();
     expect(membership).toMatchObject({ status: 'invité', joined_at: null, account_id: body.member.user_id });
-    const events = await database.db.selectFrom('events').select(['type', 'data']).where('org_id', '=', org.orgId).execute();
+    const events = await fixture.db.selectFrom('events').select(['type', 'data']).where('org_id', '=', org.orgId).execute();
     expect(events).toEqual([
       {
         type: 'learner.enrolled',
@@ -75,7 +64,7 @@ describe('POST /users, one learner', () => {
 
   it('attaches an existing account at once: 201 active, statut actif, the same user_id and name', async () => {
     const elsewhere = await newOrg();
-    const { userId } = await addLearner(database.db, elsewhere.orgId, { email: 'claire.martin@exemple.fr', name: 'Claire Martin' });
+    const { userId } = await addLearner(fixture.db, elsewhere.orgId, { email: 'claire.martin@exemple.fr', name: 'Claire Martin' });
     const org = await newOrg();
     const response = await enrol(org, { email: 'claire.martin@exemple.fr' });
     expect(response.statusCode).toBe(201);
@@ -92,12 +81,12 @@ describe('POST /users, one learner', () => {
       },
       status: 'active',
     });
-    const event = await database.db.selectFrom('events').select('data').where('org_id', '=', org.orgId).executeTakeFirstOrThrow();
+    const event = await fixture.db.selectFrom('events').select('data').where('org_id', '=', org.orgId).executeTakeFirstOrThrow();
     expect(event.data).toMatchObject({ learner: { user_id: userId, name: 'Claire Martin' }, status: 'active' });
   });
 
   it('counts an account that has logged in as existing, and a pending invitation elsewhere as not', async () => {
-    const loggedIn = await database.db
+    const loggedIn = await fixture.db
       .insertInto('accounts')
       .values({ email: 'lea.dubois@exemple.fr', name: 'Léa Dubois', first_login_at: new Date('2025-05-01T10:00:00Z') })
       .returning('id')
@@ -118,7 +107,7 @@ describe('POST /users, one learner', () => {
     const first = await enrol(org, { email: '  Hugo.Bernard@Exemple.FR \t' });
     expect(first.statusCode).toBe(201);
     expect(first.json().member.email).toBe('hugo.bernard@exemple.fr');
-    const account = await database.db
+    const account = await fixture.db
       .selectFrom('accounts')
       .select('email')
       .where('id', '=', first.json().member.user_id)
@@ -133,12 +122,12 @@ describe('POST /users, one learner', () => {
     expect((await enrol(org, { email: 'a@exemple.fr' })).json().member.licence_type).toBe('standard');
     expect((await enrol(org, { email: 'b@exemple.fr' })).json().member.licence_type).toBe('tutorat');
     await expectRefused(org, { email: 'c@exemple.fr' }, 409, /^Aucune licence disponible dans votre organisation\.$/);
-    expect(await database.db.selectFrom('accounts').select('id').where('email', '=', 'c@exemple.fr').execute()).toEqual([]);
+    expect(await fixture.db.selectFrom('accounts').select('id').where('email', '=', 'c@exemple.fr').execute()).toEqual([]);
   });
 
   it('never reuses a revoked licence', async () => {
     const org = await newOrg({});
-    await addLearner(database.db, org.orgId, { email: 'ancien@exemple.fr', licence: { type: 'standard', status: 'révoquée' } });
+    await addLearner(fixture.db, org.orgId, { email: 'ancien@exemple.fr', licence: { type: 'standard', status: 'révoquée' } });
     await expectRefused(org, { email: 'nouveau@exemple.fr' }, 409, /Aucune licence/);
   });
 
@@ -153,14 +142,14 @@ describe('POST /users, one learner', () => {
     expect(response.statusCode).toBe(201);
     const { member } = response.json();
     expect(member.programmes).toEqual(['excel-intermediaire', 'management-equipe']);
-    const enrolments = await database.db
+    const enrolments = await fixture.db
       .selectFrom('programme_enrolments')
       .select(['programme_id', 'org_id'])
       .where('membership_id', '=', member.id)
       .orderBy('programme_id')
       .execute();
     expect(enrolments.map((e) => e.programme_id).sort()).toEqual([excel.id, management.id].sort());
-    const event = await database.db.selectFrom('events').select('data').where('org_id', '=', org.orgId).executeTakeFirstOrThrow();
+    const event = await fixture.db.selectFrom('events').select('data').where('org_id', '=', org.orgId).executeTakeFirstOrThrow();
     expect(event.data).toMatchObject({ programmes: ['excel-intermediaire', 'management-equipe'] });
   });
 
@@ -225,7 +214,7 @@ describe('POST /users, one learner', () => {
 
   it('shows every enrolment at once in GET /users and GET /summary, and the two agree', async () => {
     const org = await newOrg({ standard: 2, tutorat: 2 });
-    await addLearner(database.db, (await newOrg()).orgId, { email: 'existant@exemple.fr', name: 'Existant' });
+    await addLearner(fixture.db, (await newOrg()).orgId, { email: 'existant@exemple.fr', name: 'Existant' });
     for (const email of ['p1@exemple.fr', 'existant@exemple.fr', 'p2@exemple.fr'])
       expect((await enrol(org, { email })).statusCode).toBe(201);
     const users = await get(org, '/v1/users');

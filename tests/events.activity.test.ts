@@ -8,12 +8,12 @@ import { generateWebhookSecret } from '../src/webhooks/signature';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
 import { bearer, buildTestApp, testConfig } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { createOrgWithKeys } from './support/factories';
 import { createProgramme, enrolLearner } from './support/learning-fixture';
+import { useTestDatabase } from './support/lifecycle';
 import { startWebhookReceiver, type WebhookReceiver, webhookBodyErrors } from './support/webhook-receiver';
 
-let database: TestDatabase;
+const database = useTestDatabase();
 let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
 let worker: WebhookDelivery;
 let receiver: WebhookReceiver;
@@ -21,7 +21,6 @@ let secret: string;
 let endpointId: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   org = await createOrgWithKeys(database.db);
   receiver = await startWebhookReceiver();
   worker = await startWebhookDelivery({
@@ -49,7 +48,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await worker.stop();
   await receiver.close();
-  await database.drop();
 });
 
 /** The bodies received for these event ids, checked (signature, schema) on the way. */

@@ -7,17 +7,16 @@ import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
 import { admin, adminFailure } from './support/admin';
 import { bearer, buildTestApp, testConfig } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { createOrgWithKeys } from './support/factories';
 import { createProgramme, enrolLearner } from './support/learning-fixture';
+import { useTestDatabase } from './support/lifecycle';
 import { startWebhookReceiver, type WebhookReceiver, webhookBodyErrors } from './support/webhook-receiver';
 
-let database: TestDatabase;
+const database = useTestDatabase();
 let worker: WebhookDelivery;
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   receiver = await startWebhookReceiver();
   worker = await startWebhookDelivery({
     connectionString: database.url,
@@ -28,7 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await worker.stop();
   await receiver.close();
-  await database.drop();
 });
 
 async function countOf(

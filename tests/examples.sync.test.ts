@@ -1,39 +1,30 @@
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createPartnerClient } from '../examples/client';
 import { syncResource } from '../examples/sync';
-import { buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner, addLicences, createKey, createOrgWithKeys } from './support/factories';
+import { useTestApp } from './support/lifecycle';
 
-let database: TestDatabase;
-let app: FastifyInstance;
 let baseUrl: string;
 let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
 
 const requestsPerMinute = 3;
 // The spec's window is 60 s; the same rules over 4 s keep the waits short.
 const windowSeconds = 4;
+const fixture = useTestApp({ rateLimitPerMinute: requestsPerMinute, rateLimitWindowSeconds: windowSeconds });
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  org = await createOrgWithKeys(database.db, { name: 'Formations Horizon' });
-  await addLicences(database.db, org.orgId, 'standard', 4);
+  org = await createOrgWithKeys(fixture.db, { name: 'Formations Horizon' });
+  await addLicences(fixture.db, org.orgId, 'standard', 4);
   for (let day = 1; day <= 7; day++) {
-    await addLearner(database.db, org.orgId, { email: `apprenant${day}@exemple.fr`, at: `2026-03-0${day} 10:00` });
+    await addLearner(fixture.db, org.orgId, { email: `apprenant${day}@exemple.fr`, at: `2026-03-0${day} 10:00` });
   }
-  app = await buildTestApp(database.db, { rateLimitPerMinute: requestsPerMinute, rateLimitWindowSeconds: windowSeconds });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  baseUrl = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1`;
-});
-afterAll(async () => {
-  await app.close();
-  await database.drop();
+  await fixture.app.listen({ port: 0, host: '127.0.0.1' });
+  baseUrl = `http://127.0.0.1:${(fixture.app.server.address() as { port: number }).port}/v1`;
 });
 
 describe('the integrator kit', () => {
   it('a typed client generated from openapi.yaml reads the summary', async () => {
-    const client = createPartnerClient(baseUrl, (await createKey(database.db, org.orgId, ['read'])).key);
+    const client = createPartnerClient(baseUrl, (await createKey(fixture.db, org.orgId, ['read'])).key);
     const { data, response } = await client.GET('/summary');
     expect(response.status).toBe(200);
     expect(data!.data.utilisateurs.total).toBe(7);
@@ -42,8 +33,8 @@ describe('the integrator kit', () => {
 
   it('syncs incrementally, every row once and in order, waiting for the budget or obeying Retry-After', async () => {
     const [patient, late] = [
-      (await createKey(database.db, org.orgId, ['read'])).key,
-      (await createKey(database.db, org.orgId, ['read'])).key,
+      (await createKey(fixture.db, org.orgId, ['read'])).key,
+      (await createKey(fixture.db, org.orgId, ['read'])).key,
     ];
     const sync = (key: string, since: string, pageSize: number) => {
       const emails: string[] = [];

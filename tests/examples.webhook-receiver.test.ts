@@ -5,13 +5,13 @@ import { createWebhookReceiver } from '../examples/webhook-receiver';
 import { computeSignature } from '../src/webhooks/signature';
 import type { VerifiedWebhookEvent } from '../src/webhooks/verify';
 import { admin } from './support/admin';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLicences, createOrgWithKeys } from './support/factories';
+import { useTestDatabase } from './support/lifecycle';
 import { type ServerProcess, startServerProcess } from './support/server-process';
 import { eventually } from './support/webhook-receiver';
 
 const insecure = { WEBHOOK_ALLOW_INSECURE: '1' };
-let database: TestDatabase;
+const database = useTestDatabase();
 let server: ServerProcess;
 let receiver: Server;
 let receiverUrl: string;
@@ -20,7 +20,6 @@ let secret: string;
 let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   org = await createOrgWithKeys(database.db);
   await addLicences(database.db, org.orgId, 'standard', 5);
   server = await startServerProcess(database.url, insecure);
@@ -28,7 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   receiver?.close();
   await server?.stop();
-  await database?.drop();
 });
 
 describe('the example webhook receiver, against the real server', () => {

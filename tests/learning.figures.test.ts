@@ -1,22 +1,10 @@
 import fc from 'fast-check';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp } from './support/app';
+import { describe, expect, it } from 'vitest';
 import { expectContract } from './support/contract';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { client, type Row, seededOrganisation, seededYear, seededYears } from './support/learning-factories';
+import { useTestApp } from './support/lifecycle';
 
-let database: TestDatabase;
-let app: FastifyInstance;
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db, { rateLimitPerMinute: 100_000 });
-});
-afterAll(async () => {
-  await app.close();
-  await database.drop();
-});
+const fixture = useTestApp({ rateLimitPerMinute: 100_000 });
 
 const byEmail = (rows: Row[]) => {
   const groups = new Map<string, Row[]>();
@@ -104,8 +92,8 @@ describe('the figures agree', () => {
     let run = 0;
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 2 ** 31 - 1 }), fc.integer({ min: 3, max: 12 }), async (seed, learners) => {
-        const org = await seededOrganisation(database.db, { name: `Organisme ${++run}`, learners, seed });
-        const api = client(app, org.readKey);
+        const org = await seededOrganisation(fixture.db, { name: `Organisme ${++run}`, learners, seed });
+        const api = client(fixture.app, org.readKey);
         const years: Years = new Map();
         for (const year of seededYears) {
           const query = `year=${year}`;

@@ -1,41 +1,32 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { adminFailure } from './support/admin';
-import { buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { createOrgWithKeys } from './support/factories';
 import { client, seededOrganisation } from './support/learning-factories';
+import { useTestApp } from './support/lifecycle';
 import { projectRoot } from './support/server-process';
 
-let database: TestDatabase;
-let app: FastifyInstance;
+const fixture = useTestApp({ rateLimitPerMinute: 100_000 });
 let org: Awaited<ReturnType<typeof seededOrganisation>>;
 let api: ReturnType<typeof client>;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db, { rateLimitPerMinute: 100_000 });
-  org = await seededOrganisation(database.db, { name: 'Formations Horizon', learners: 150, seed: 3 });
-  api = client(app, org.readKey);
+  org = await seededOrganisation(fixture.db, { name: 'Formations Horizon', learners: 150, seed: 3 });
+  api = client(fixture.app, org.readKey);
 }, 120_000);
-afterAll(async () => {
-  await app.close();
-  await database.drop();
-});
 
 const both = async (resource: string) => [...(await api.all(resource, 'year=2025')), ...(await api.all(resource, 'year=2026'))];
-const count = async (query: ReturnType<typeof sql<{ n: number }>>) => (await query.execute(database.db)).rows[0]!.n;
+const count = async (query: ReturnType<typeof sql<{ n: number }>>) => (await query.execute(fixture.db)).rows[0]!.n;
 
 describe('the generator', () => {
   it('gives the same data for the same seed, and other data for another', async () => {
     // Three organisations of one database: addresses already taken on the platform get a number,
     // so addresses are compared without it, and rows as a set (the order follows the addresses).
     const contents = async (name: string, seed: number) => {
-      const seeded = await seededOrganisation(database.db, { name, learners: 12, seed });
-      const fetch = client(app, seeded.readKey);
+      const seeded = await seededOrganisation(fixture.db, { name, learners: 12, seed });
+      const fetch = client(fixture.app, seeded.readKey);
       const exports = [];
       for (const resource of ['learners', 'quiz-answers', 'logins', 'users', 'attendance']) {
         const { header, rows } = await fetch.csv(resource);
@@ -205,7 +196,7 @@ describe('the generator', () => {
 
 describe('npm run admin -- seed', () => {
   it('seeds an organisation with a progress bar on stderr, and refuses to seed it twice', async () => {
-    const target = await createOrgWithKeys(database.db, { name: 'Par la commande' });
+    const target = await createOrgWithKeys(fixture.db, { name: 'Par la commande' });
     const args = [
       '--import',
       'tsx',
@@ -223,13 +214,13 @@ describe('npm run admin -- seed', () => {
     ];
     const { stdout, stderr } = await promisify(execFile)(process.execPath, args, {
       cwd: projectRoot,
-      env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' },
+      env: { ...process.env, DATABASE_URL: fixture.url, LOG_LEVEL: 'silent' },
     });
     const result = JSON.parse(stdout);
     expect(result).toMatchObject({ org: target.orgId, learners: 6, seed: 9, from: '2023-01-01', to: '2025-12-31' });
     expect(result.total_rows).toBeGreaterThan(100);
     expect(stderr).toMatch(/Génération \[#+\] 100 % 6\/6/);
-    const twice = await adminFailure(database.url, ['seed', '--org', target.orgId, '--learners', '6']);
+    const twice = await adminFailure(fixture.url, ['seed', '--org', target.orgId, '--learners', '6']);
     expect(twice.code).toBe(2);
     expect(twice.stderr).toMatch(/déjà été peuplée/);
   }, 60_000);

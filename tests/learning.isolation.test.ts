@@ -1,29 +1,20 @@
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { client, learningResources, seededOrganisation } from './support/learning-factories';
+import { useTestApp } from './support/lifecycle';
 
 // Two organisations seeded with the same seed: the same story twice, names and all, so any row,
 // email or count leaking from one into the other would show.
-let database: TestDatabase;
-let app: FastifyInstance;
+const fixture = useTestApp({ rateLimitPerMinute: 100_000 });
 let first: Awaited<ReturnType<typeof seededOrganisation>>;
 let second: Awaited<ReturnType<typeof seededOrganisation>>;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db, { rateLimitPerMinute: 100_000 });
-  first = await seededOrganisation(database.db, { name: 'Premier organisme', learners: 25, seed: 5 });
-  second = await seededOrganisation(database.db, { name: 'Second organisme', learners: 25, seed: 5 });
+  first = await seededOrganisation(fixture.db, { name: 'Premier organisme', learners: 25, seed: 5 });
+  second = await seededOrganisation(fixture.db, { name: 'Second organisme', learners: 25, seed: 5 });
 }, 120_000);
-afterAll(async () => {
-  await app.close();
-  await database.drop();
-});
 
 async function emailsOf(orgId: string): Promise<Set<string>> {
-  const rows = await database.db
+  const rows = await fixture.db
     .selectFrom('memberships as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .select('a.email')
@@ -38,7 +29,7 @@ describe('tenant isolation', () => {
     expect([...mine].some((email) => theirs.has(email))).toBe(false);
     for (const resource of [...learningResources, 'users']) {
       for (const year of [2025, 2026]) {
-        const [a, b] = [client(app, first.readKey), client(app, second.readKey)];
+        const [a, b] = [client(fixture.app, first.readKey), client(fixture.app, second.readKey)];
         const [rowsA, rowsB] = [await a.all(resource, `year=${year}`), await b.all(resource, `year=${year}`)];
         for (const row of rowsA) expect(mine.has(row.email as string), `${resource} ${row.email}`).toBe(true);
         for (const row of rowsB) expect(theirs.has(row.email as string), `${resource} ${row.email}`).toBe(true);
@@ -49,19 +40,19 @@ describe('tenant isolation', () => {
         for (const cells of csv.rows) expect(mine.has(cells[emailColumn]!)).toBe(true);
       }
     }
-    const summary = (await client(app, first.readKey).json('/v1/summary')).data;
+    const summary = (await client(fixture.app, first.readKey).json('/v1/summary')).data;
     expect(summary.utilisateurs.total).toBe(mine.size);
   });
 
   it('answers 404 for a learner of the other organisation, by email or user_id, JSON or CSV', async () => {
-    const other = await database.db
+    const other = await fixture.db
       .selectFrom('memberships as m')
       .innerJoin('accounts as a', 'a.id', 'm.account_id')
       .select(['a.email', 'a.id'])
       .where('m.org_id', '=', second.orgId)
       .orderBy('a.email')
       .executeTakeFirstOrThrow();
-    const api = client(app, first.readKey);
+    const api = client(fixture.app, first.readKey);
     // Exactly the answer for a learner who exists nowhere: nothing tells that one exists elsewhere.
     const nobody = { email: 'personne@nulle-part.fr', id: '00000000-0000-4000-8000-000000000000' };
     for (const resource of [...learningResources, 'users', 'summary']) {

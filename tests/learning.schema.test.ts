@@ -1,16 +1,9 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { describe, expect, it } from 'vitest';
 import { addLearner, createOrgWithKeys } from './support/factories';
+import { useTestDatabase } from './support/lifecycle';
 
-let database: TestDatabase;
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-});
-afterAll(async () => {
-  await database.drop();
-});
+const database = useTestDatabase();
 
 async function programmeWithLessons(orgId: string, lessons: number) {
   const { db } = database;

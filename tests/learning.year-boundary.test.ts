@@ -1,14 +1,13 @@
-import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { completeQuiz, issueCertificate, openLesson, recordLogin, submitSatisfaction } from '../db/activity';
 import { extractPdfText } from './activity-report.pdf-text';
 import { admin } from './support/admin';
-import { bearer, buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { bearer } from './support/app';
 import { addLearner, createOrgWithKeys } from './support/factories';
 import { client, type Row, seededOrganisation, seededYear } from './support/learning-factories';
 import { createProgramme, type FixtureLesson } from './support/learning-fixture';
+import { useTestApp } from './support/lifecycle';
 import { expectReportEqualsResources, type FetchAll } from './support/report-reading';
 
 // A year is a period (DECISIONS): the rows of year Y show Y, and the state reached by 31 December
@@ -18,28 +17,18 @@ import { expectReportEqualsResources, type FetchAll } from './support/report-rea
 // learner is dormant for a whole year. Then a seeded organisation shows that a past year does not
 // move when new activity is recorded.
 
-let database: TestDatabase;
-let app: FastifyInstance;
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db, { rateLimitPerMinute: 100_000 });
-});
-afterAll(async () => {
-  await app.close();
-  await database.drop();
-});
+const fixture = useTestApp({ rateLimitPerMinute: 100_000 });
 
 /** An instant of Paris winter time (UTC+1), 'YYYY-MM-DD HH:MM'. */
 const paris = (text: string) => new Date(`${text.replace(' ', 'T')}:00+01:00`);
 
 function fetcher(key: string): FetchAll {
-  const api = client(app, key);
+  const api = client(fixture.app, key);
   return async <Row>(resource: string, query: string) => (await api.all(resource, query)) as Row[];
 }
 
 async function reportLines(key: string, query: string): Promise<string[]> {
-  const response = await app.inject({ method: 'GET', url: `/v1/activity-report?${query}`, headers: bearer(key) });
+  const response = await fixture.app.inject({ method: 'GET', url: `/v1/activity-report?${query}`, headers: bearer(key) });
   expect(response.statusCode, response.body).toBe(200);
   return (await extractPdfText(response.rawPayload)).lines;
 }
@@ -51,7 +40,7 @@ async function attendWorkshop(
   programmeId: string,
   workshop: { startsAt: string; planned: number; from: string; to: string },
 ) {
-  const { db } = database;
+  const { db } = fixture;
   const session = await db
     .insertInto('tutoring_sessions')
     .values({
@@ -100,7 +89,7 @@ describe('a learner across New Year', () => {
   const dormantEmail = 'bruno.dormeur@exemple.fr';
 
   beforeAll(async () => {
-    const { db } = database;
+    const { db } = fixture;
     org = await createOrgWithKeys(db, { name: 'Formations Saint-Sylvestre' });
     programme = await createProgramme(db, org.orgId);
     const [references, quiz, pivot] = programme.lessons as [FixtureLesson, FixtureLesson, FixtureLesson];
@@ -243,7 +232,7 @@ describe('a learner across New Year', () => {
   });
 
   const rowsOf = (resource: string, year: number, who = email) =>
-    client(app, org.readKey).all(resource, `year=${year}&email=${encodeURIComponent(who)}`);
+    client(fixture.app, org.readKey).all(resource, `year=${year}&email=${encodeURIComponent(who)}`);
 
   it('files each year’s share of the time under that year, cut at midnight on 31 December', async () => {
     expect(
@@ -396,7 +385,7 @@ describe('a learner across New Year', () => {
   });
 
   it('finds the new year’s rows with updated_since, on their natural dates', async () => {
-    const api = client(app, org.readKey);
+    const api = client(fixture.app, org.readKey);
     const since = async (resource: string, day: string) =>
       (await api.all(resource, `year=2026&updated_since=${day}&email=${encodeURIComponent(email)}`)).length;
     expect(await since('enrollments', '2026-01-05')).toBe(1);
@@ -427,9 +416,9 @@ describe('a learner across New Year', () => {
 
 describe('a past year', () => {
   it('does not move when new activity is recorded for the same learners, live or simulated', { timeout: 240_000 }, async () => {
-    const { db } = database;
+    const { db } = fixture;
     const org = await seededOrganisation(db, { name: 'Formations Archives', learners: 40, seed: 17 });
-    const api = client(app, org.readKey);
+    const api = client(fixture.app, org.readKey);
     const past = seededYear - 1;
     // Learners active in both years: the story learners among them.
     const learnersOfBoth = (await api.all('enrollments', `year=${seededYear}`))
@@ -492,7 +481,7 @@ describe('a past year', () => {
       minute += 60;
     }
     // And learner activity played by the operator command, for everyone.
-    const simulated = await admin(database.url, ['simulate', '--org', org.orgId, '--events', '40', '--rate', '1000']);
+    const simulated = await admin(fixture.url, ['simulate', '--org', org.orgId, '--events', '40', '--rate', '1000']);
     expect(simulated.events).toBeGreaterThan(0);
 
     const after = await snapshot();

@@ -1,29 +1,25 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { DB } from '../db/connection';
 import type { ResourceDefinition, ResourceFilter } from '../db/resources/definition';
 import { countResourceRows, pageResourceRows } from '../db/resources/list';
 import { countedPeriods, progressResource } from '../db/resources/progress';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { seededOrganisation } from './support/learning-factories';
+import { useTestDatabase } from './support/lifecycle';
 
 // The year slices (lesson_progress_years, enrolment_years) and the counts `progress` pages on
 // (lesson_progress_days, lesson_progress_months) are kept by triggers in the transactions that
 // write the facts. Whatever is written, updated or deleted, alone or at once, they must equal a
 // recount from the facts; and `progress` must equal what its rows themselves give.
 
-let database: TestDatabase;
+const database = useTestDatabase();
 let org: Awaited<ReturnType<typeof seededOrganisation>>;
 const progress = progressResource as unknown as ResourceDefinition;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   org = await seededOrganisation(database.db, { name: 'Formations Progrès', learners: 40, seed: 21 });
   await seededOrganisation(database.db, { name: 'Autre organisme', learners: 10, seed: 22 });
 }, 120_000);
-afterAll(async () => {
-  await database.drop();
-});
 
 const derivedTables = {
   lesson_progress_years: 'membership_id, lesson_id, year',

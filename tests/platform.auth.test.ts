@@ -1,25 +1,17 @@
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { revokeApiKey } from '../db/api-keys';
 import { bearer, buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { createKey, createOrgWithKeys } from './support/factories';
+import { useTestApp } from './support/lifecycle';
 
-let database: TestDatabase;
-let app: FastifyInstance;
+const fixture = useTestApp();
 let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db);
-  org = await createOrgWithKeys(database.db);
-});
-afterAll(async () => {
-  await app.close();
-  await database.drop();
+  org = await createOrgWithKeys(fixture.db);
 });
 
-const get = (headers: Record<string, string> = {}, url = '/v1/users') => app.inject({ method: 'GET', url, headers });
+const get = (headers: Record<string, string> = {}, url = '/v1/users') => fixture.app.inject({ method: 'GET', url, headers });
 
 describe('API keys', () => {
   it('refuses a request without a key, saying the key is missing', async () => {
@@ -47,9 +39,9 @@ describe('API keys', () => {
   });
 
   it('refuses a revoked key from the next request on', async () => {
-    const { key, id } = await createKey(database.db, org.orgId, ['read']);
+    const { key, id } = await createKey(fixture.db, org.orgId, ['read']);
     expect((await get(bearer(key))).statusCode).toBe(200);
-    await revokeApiKey(database.db, id);
+    await revokeApiKey(fixture.db, id);
     const response = await get(bearer(key));
     expect(response.statusCode).toBe(401);
     expect(response.json().error).toMatch(/révoquée/);
@@ -57,16 +49,21 @@ describe('API keys', () => {
 
   it('accepts a key through its expiry date and refuses it after', async () => {
     const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Paris' }).format(new Date());
-    const stillValid = await createKey(database.db, org.orgId, ['read'], today);
+    const stillValid = await createKey(fixture.db, org.orgId, ['read'], today);
     expect((await get(bearer(stillValid.key))).statusCode).toBe(200);
-    const expired = await createKey(database.db, org.orgId, ['read'], '2024-01-31');
+    const expired = await createKey(fixture.db, org.orgId, ['read'], '2024-01-31');
     const response = await get(bearer(expired.key));
     expect(response.statusCode).toBe(401);
     expect(response.json().error).toMatch(/expirée depuis le 1 février 2024|expirée depuis le 1er février 2024/);
   });
 
   it('refuses a read-only key on POST /users with 403, before looking at the body', async () => {
-    const response = await app.inject({ method: 'POST', url: '/v1/users', headers: bearer(org.readKey), payload: { email: 'a@b.fr' } });
+    const response = await fixture.app.inject({
+      method: 'POST',
+      url: '/v1/users',
+      headers: bearer(org.readKey),
+      payload: { email: 'a@b.fr' },
+    });
     expect(response.statusCode).toBe(403);
     expect(response.json().error).toMatch(/lecture seule/);
   });
@@ -89,11 +86,7 @@ describe('API keys', () => {
 
   it('keeps keys out of the logs, even at trace level', async () => {
     const lines: string[] = [];
-    const logged = await buildTestApp(
-      database.db,
-      { logLevel: 'trace' },
-      { logStream: { write: (line: string) => void lines.push(line) } },
-    );
+    const logged = await buildTestApp(fixture.db, { logLevel: 'trace' }, { logStream: { write: (line: string) => void lines.push(line) } });
     await logged.inject({ method: 'GET', url: '/v1/users', headers: bearer(org.readKey) });
     await logged.inject({ method: 'GET', url: '/v1/users?limit=0', headers: bearer(org.readKey) });
     await logged.close();

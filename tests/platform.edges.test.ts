@@ -1,37 +1,29 @@
 import { connect } from 'node:net';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { bearer, buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLicences, createOrgWithKeys } from './support/factories';
 import { createProgramme } from './support/learning-fixture';
+import { useTestApp } from './support/lifecycle';
 
 // The edges every request may hit: values the code could not hold, bodies of the wrong kind,
 // what Fastify and Node's HTTP parser answer by themselves, methods, and the operators' routes. Each
 // answer is a declared status with the one error body `{ "error": "<French sentence>" }`.
 
-let database: TestDatabase;
-let app: FastifyInstance;
+const fixture = useTestApp({ rateLimitPerMinute: 100_000 });
 let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
 let origin: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db, { rateLimitPerMinute: 100_000 });
-  org = await createOrgWithKeys(database.db, { name: 'Formations Limites' });
-  await addLicences(database.db, org.orgId, 'standard', 5);
-  await createProgramme(database.db, org.orgId);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  origin = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-});
-afterAll(async () => {
-  await app.close();
-  await database.drop();
+  org = await createOrgWithKeys(fixture.db, { name: 'Formations Limites' });
+  await addLicences(fixture.db, org.orgId, 'standard', 5);
+  await createProgramme(fixture.db, org.orgId);
+  await fixture.app.listen({ port: 0, host: '127.0.0.1' });
+  origin = `http://127.0.0.1:${(fixture.app.server.address() as { port: number }).port}`;
 });
 
-const get = (url: string, headers: Record<string, string> = bearer(org.readKey)) => app.inject({ method: 'GET', url, headers });
+const get = (url: string, headers: Record<string, string> = bearer(org.readKey)) => fixture.app.inject({ method: 'GET', url, headers });
 const post = (payload: unknown, headers: Record<string, string> = {}) =>
-  app.inject({
+  fixture.app.inject({
     method: 'POST',
     url: '/v1/users',
     headers: { ...bearer(org.writeKey), ...headers },
@@ -116,7 +108,11 @@ describe('values the code cannot hold are refused by the contract, naming the pa
 
 describe('bodies the route must read', () => {
   it('answers a POST without a body, or with another type than JSON, with 400 or 415, and writes nothing', async () => {
-    expectError(await app.inject({ method: 'POST', url: '/v1/users', headers: bearer(org.writeKey) }), 400, /Corps de la requête manquant/);
+    expectError(
+      await fixture.app.inject({ method: 'POST', url: '/v1/users', headers: bearer(org.writeKey) }),
+      400,
+      /Corps de la requête manquant/,
+    );
     expectError(await post('email=a@exemple.fr', { 'content-type': 'text/plain' }), 415, /Type de contenu non pris en charge/);
     expectError(await post('<users/>', { 'content-type': 'application/xml' }), 415, /Type de contenu non pris en charge/);
     expectError(await post('a,b', { 'content-type': 'text/csv' }), 415, /Type de contenu non pris en charge/);
@@ -139,14 +135,18 @@ describe('methods', () => {
       ['GET', '/v1/a/b'],
       ['HEAD', '/v1/summary'],
     ] as const) {
-      const response = await app.inject({ method: method as 'GET', url });
+      const response = await fixture.app.inject({ method: method as 'GET', url });
       expect(response.statusCode, `${method} ${url}`).toBe(401);
     }
-    expect((await app.inject({ method: 'GET', url: '/v1/a/b', headers: bearer(org.readKey) })).statusCode).toBe(404);
+    expect((await fixture.app.inject({ method: 'GET', url: '/v1/a/b', headers: bearer(org.readKey) })).statusCode).toBe(404);
   });
 
   it('does not offer HEAD: 405 with Allow, and nothing is built', async () => {
-    const response = await app.inject({ method: 'HEAD', url: '/v1/activity-report?email=x@exemple.fr', headers: bearer(org.readKey) });
+    const response = await fixture.app.inject({
+      method: 'HEAD',
+      url: '/v1/activity-report?email=x@exemple.fr',
+      headers: bearer(org.readKey),
+    });
     expect(response.statusCode).toBe(405);
     expect(response.headers.allow).toBe('GET');
   });
@@ -184,16 +184,16 @@ describe('what Fastify and Node answer by themselves, in the one error shape', (
   });
 
   it('an unknown address outside the API: 404 in the same shape', async () => {
-    const response = await app.inject({ method: 'GET', url: '/nulle-part' });
+    const response = await fixture.app.inject({ method: 'GET', url: '/nulle-part' });
     expectError(response, 404, /Adresse inconnue/);
   });
 });
 
 describe('the operators’ routes', () => {
   it('liveness and readiness need no key and count against nothing', async () => {
-    const limited = await buildTestApp(database.db, { rateLimitPerMinute: 2 });
+    const limited = await buildTestApp(fixture.db, { rateLimitPerMinute: 2 });
     // Keys of their own: the budget is shared with every server on the database.
-    const fresh = await createOrgWithKeys(database.db);
+    const fresh = await createOrgWithKeys(fixture.db);
     try {
       for (let i = 0; i < 5; i += 1) {
         expect((await limited.inject({ url: '/livez' })).json()).toEqual({ statut: 'en vie' });
@@ -217,8 +217,8 @@ describe('the operators’ routes', () => {
   });
 
   it('serves Prometheus metrics: requests by route and status, rate-limit refusals, the webhook queue', async () => {
-    const limited = await buildTestApp(database.db, { rateLimitPerMinute: 1 });
-    const fresh = await createOrgWithKeys(database.db);
+    const limited = await buildTestApp(fixture.db, { rateLimitPerMinute: 1 });
+    const fresh = await createOrgWithKeys(fixture.db);
     try {
       await limited.inject({ url: '/v1/summary', headers: bearer(fresh.readKey) });
       await limited.inject({ url: '/v1/summary', headers: bearer(fresh.readKey) });
@@ -244,7 +244,7 @@ describe('the operators’ routes', () => {
   });
 
   it('behind a trusted load balancer, limits calls without a valid key by the client address it forwards', async () => {
-    const behind = await buildTestApp(database.db, { rateLimitPerMinute: 2, trustProxy: '127.0.0.1' });
+    const behind = await buildTestApp(fixture.db, { rateLimitPerMinute: 2, trustProxy: '127.0.0.1' });
     try {
       const guess = (client: string) =>
         behind.inject({ url: '/v1/summary', headers: { authorization: 'Bearer sk_live_devine', 'x-forwarded-for': client } });

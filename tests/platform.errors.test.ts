@@ -1,25 +1,17 @@
-import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { bearer } from './support/app';
 import { createOrgWithKeys } from './support/factories';
+import { useTestApp } from './support/lifecycle';
 
-let database: TestDatabase;
-let app: FastifyInstance;
+const fixture = useTestApp();
 let key: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db);
-  key = (await createOrgWithKeys(database.db)).readKey;
-});
-afterAll(async () => {
-  await app.close();
-  await database.drop();
+  key = (await createOrgWithKeys(fixture.db)).readKey;
 });
 
-const get = (url: string) => app.inject({ method: 'GET', url, headers: bearer(key) });
+const get = (url: string) => fixture.app.inject({ method: 'GET', url, headers: bearer(key) });
 
 describe('error bodies', () => {
   it('answers an unknown resource with 404 and the list of resources', async () => {
@@ -56,7 +48,7 @@ describe('error bodies', () => {
     ['TRACE', '/v1/users', 'GET, POST'],
     ['PROPFIND', '/v1/logins', 'GET'],
   ])('answers %s %s with 405 and Allow', async (method, url, allow) => {
-    const response = await app.inject({ method: method as 'POST', url, headers: bearer(key) });
+    const response = await fixture.app.inject({ method: method as 'POST', url, headers: bearer(key) });
     expect(response.statusCode).toBe(405);
     expect(response.headers.allow).toBe(allow);
     if (method !== 'HEAD')
@@ -88,7 +80,7 @@ describe('error bodies', () => {
   });
 
   it('hides the detail of an internal error and gives a request id to quote', async () => {
-    await sql`alter table memberships rename to memberships_hidden`.execute(database.db);
+    await sql`alter table memberships rename to memberships_hidden`.execute(fixture.db);
     try {
       const response = await get('/v1/users');
       expect(response.statusCode).toBe(500);
@@ -96,7 +88,7 @@ describe('error bodies', () => {
       expect(response.body).not.toMatch(/memberships|relation|select|stack/i);
       expect(response.headers['x-request-id']).toBeTruthy();
     } finally {
-      await sql`alter table memberships_hidden rename to memberships`.execute(database.db);
+      await sql`alter table memberships_hidden rename to memberships`.execute(fixture.db);
     }
   });
 });

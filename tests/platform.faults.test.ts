@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DB } from '../db/connection';
 import { migrateToLatest } from '../db/migrate';
 import { type RunningPostgres, serverUrlFor, startEmbeddedPostgres } from '../src/embedded-postgres';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
 import { seededOrganisation } from './support/learning-factories';
+import { useTestDatabase } from './support/lifecycle';
 import { freePort } from './support/ports';
 import { projectRoot, type ServerProcess, startServerProcess } from './support/server-process';
 
@@ -159,17 +159,13 @@ describe('PostgreSQL stopped, restarted and frozen under a running server', () =
 });
 
 describe('SIGTERM', () => {
-  let database: TestDatabase;
+  const database = useTestDatabase();
   let readKey: string;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
     // Enough data for an export that fills the socket buffers of a client that stops reading.
     readKey = (await seededOrganisation(database.db, { name: 'Formations Export', learners: 1500, seed: 5 })).readKey;
   }, 120_000);
-  afterAll(async () => {
-    await database.drop();
-  });
 
   /** Sends SIGTERM and measures how long the process takes to exit, and with which code. */
   async function terminate(server: ServerProcess): Promise<{ code: number | null; ms: number }> {
@@ -226,14 +222,7 @@ describe('SIGTERM', () => {
 });
 
 describe('operator commands', () => {
-  let database: TestDatabase;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await database.drop();
-  });
+  const database = useTestDatabase();
 
   it('write their whole output into a pipe read slowly, well beyond 64 KiB, and exit 0', async () => {
     const { orgId } = await createOrgWithKeys(database.db);

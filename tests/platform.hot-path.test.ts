@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { findKeyAndCountRequests } from '../db/api-keys';
 import { createDb, type Database } from '../db/connection';
 import { formatParisDate, formatParisDateTime } from '../db/paris-time';
@@ -9,20 +9,13 @@ import { usersResource } from '../db/resources/users';
 import { hashApiKey } from '../src/api-keys';
 import { jsonEtag } from '../src/conditional-requests';
 import { createRequestCounter } from '../src/request-counter';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
+import { useTestDatabase } from './support/lifecycle';
 
 // What every request goes through, made cheap (issue 2's benchmark): each shortcut must keep the
 // answers exactly what the plain way gives.
 
-let database: TestDatabase;
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-});
-afterAll(async () => {
-  await database.drop();
-});
+const database = useTestDatabase();
 
 /** A database handle that counts the key statements it runs. */
 function countingDb() {

@@ -1,26 +1,18 @@
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { bearer } from './support/app';
 import { addLearner, createOrgWithKeys } from './support/factories';
+import { useTestApp } from './support/lifecycle';
 
-let database: TestDatabase;
-let app: FastifyInstance;
+const fixture = useTestApp();
 let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db);
-  org = await createOrgWithKeys(database.db);
-  await addLearner(database.db, org.orgId, { email: 'anne@exemple.fr', at: '2026-02-01 10:00' });
-});
-afterAll(async () => {
-  await app.close();
-  await database.drop();
+  org = await createOrgWithKeys(fixture.db);
+  await addLearner(fixture.db, org.orgId, { email: 'anne@exemple.fr', at: '2026-02-01 10:00' });
 });
 
 const get = (url: string, headers: Record<string, string> = {}) =>
-  app.inject({ method: 'GET', url, headers: { ...bearer(org.readKey), ...headers } });
+  fixture.app.inject({ method: 'GET', url, headers: { ...bearer(org.readKey), ...headers } });
 
 describe('conditional requests for polling', () => {
   it('gives list and summary responses an ETag, and 304 for If-None-Match with the current one', async () => {
@@ -40,7 +32,7 @@ describe('conditional requests for polling', () => {
   it('changes the ETag when the data changes, not when only generated_at does', async () => {
     const before = (await get('/v1/users')).headers.etag;
     expect((await get('/v1/users')).headers.etag).toBe(before);
-    await addLearner(database.db, org.orgId, { email: 'basile@exemple.fr', at: '2026-03-01 10:00' });
+    await addLearner(fixture.db, org.orgId, { email: 'basile@exemple.fr', at: '2026-03-01 10:00' });
     const after = await get('/v1/users', { 'if-none-match': before as string });
     expect(after.statusCode).toBe(200);
     expect(after.headers.etag).not.toBe(before);

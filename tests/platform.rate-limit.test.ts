@@ -1,18 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { createOrgWithKeys } from './support/factories';
+import { useTestDatabase } from './support/lifecycle';
 import { type ServerProcess, startServerProcess } from './support/server-process';
 
-let database: TestDatabase;
+const database = useTestDatabase();
 let servers: ServerProcess[] = [];
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   servers = await Promise.all([startServerProcess(database.url), startServerProcess(database.url)]);
 }, 60_000);
 afterAll(async () => {
   await Promise.all(servers.map((server) => server.stop()));
-  await database.drop();
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

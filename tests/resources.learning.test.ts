@@ -1,9 +1,6 @@
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { resources } from '../db/resources';
-import { buildTestApp } from './support/app';
 import { expectContract } from './support/contract';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import {
   asCsvCells,
   client,
@@ -13,28 +10,20 @@ import {
   seededOrganisation,
   withoutProgramme,
 } from './support/learning-factories';
+import { useTestApp, useTestAppOn } from './support/lifecycle';
 
 // One organisation of 60 generated learners: every resource has rows in both years.
-let database: TestDatabase;
-let app: FastifyInstance;
-let cappedApp: FastifyInstance;
+const fixture = useTestApp({ rateLimitPerMinute: 100_000 });
+const cappedFixture = useTestAppOn(fixture, { rateLimitPerMinute: 100_000, aggregationCap: 5 });
 let org: Awaited<ReturnType<typeof seededOrganisation>>;
 let api: ReturnType<typeof client>;
 let capped: ReturnType<typeof client>;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db, { rateLimitPerMinute: 100_000 });
-  cappedApp = await buildTestApp(database.db, { rateLimitPerMinute: 100_000, aggregationCap: 5 });
-  org = await seededOrganisation(database.db, { name: 'Formations Horizon', learners: 60, seed: 11 });
-  api = client(app, org.readKey);
-  capped = client(cappedApp, org.readKey);
+  org = await seededOrganisation(fixture.db, { name: 'Formations Horizon', learners: 60, seed: 11 });
+  api = client(fixture.app, org.readKey);
+  capped = client(cappedFixture.app, org.readKey);
 }, 120_000);
-afterAll(async () => {
-  await app.close();
-  await cappedApp.close();
-  await database.drop();
-});
 
 /** The natural date a row shows ('YYYY-MM-DD'), or null when it falls back on a date the row does not show. */
 const naturalDate: Record<LearningResource, ((row: Row) => string | null) | null> = {
@@ -162,7 +151,7 @@ describe.each(learningResources)('GET /%s', (resource) => {
   it('restricts to one learner by email (any case) or user_id, uncapped, with meta.learner', async () => {
     const year = await api.all(resource, 'year=2026');
     const email = year[Math.floor(year.length / 2)]!.email as string;
-    const account = await database.db.selectFrom('accounts').select('id').where('email', '=', email).executeTakeFirstOrThrow();
+    const account = await fixture.db.selectFrom('accounts').select('id').where('email', '=', email).executeTakeFirstOrThrow();
     const byEmail = await api.json(`/v1/${resource}?year=2026&limit=1000&email=${encodeURIComponent(email.toUpperCase())}`);
     expectContract(`/${resource}`, byEmail);
     expect(byEmail.meta).toMatchObject({ learner: { user_id: account.id, email }, truncated: false });

@@ -1,21 +1,17 @@
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { bearer, buildTestApp } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { addLearner, addLicences, createOrgWithKeys } from './support/factories';
+import { useTestApp } from './support/lifecycle';
 
-let database: TestDatabase;
-let app: FastifyInstance;
+const fixture = useTestApp();
 let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
 let other: Awaited<ReturnType<typeof createOrgWithKeys>>;
 let zoeId: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  app = await buildTestApp(database.db);
-  org = await createOrgWithKeys(database.db, { name: 'Formations Dupont' });
-  other = await createOrgWithKeys(database.db, { name: 'Autre organisme' });
-  const db = database.db;
+  org = await createOrgWithKeys(fixture.db, { name: 'Formations Dupont' });
+  other = await createOrgWithKeys(fixture.db, { name: 'Autre organisme' });
+  const db = fixture.db;
   await addLicences(db, org.orgId, 'standard', 3);
   await addLicences(db, org.orgId, 'tutorat', 2);
   await addLearner(db, org.orgId, {
@@ -49,12 +45,8 @@ beforeAll(async () => {
   await addLearner(db, other.orgId, { email: 'secret@autre.fr', name: 'Secret', at: '2026-01-01 10:00' });
   await addLearner(db, other.orgId, { email: 'alain@exemple.fr', name: 'Alain Petit', at: '2026-01-01 10:00' });
 });
-afterAll(async () => {
-  await app.close();
-  await database.drop();
-});
 
-const get = (url: string, key = org.readKey) => app.inject({ method: 'GET', url, headers: bearer(key) });
+const get = (url: string, key = org.readKey) => fixture.app.inject({ method: 'GET', url, headers: bearer(key) });
 
 describe('GET /users', () => {
   it('lists the learners in the order of their enrolment date (Paris), then email', async () => {
@@ -150,7 +142,7 @@ describe('GET /users', () => {
   });
 
   it('caps organisation-wide requests and says so in meta.truncated, but never one learner', async () => {
-    const capped = await buildTestApp(database.db, { aggregationCap: 3 });
+    const capped = await buildTestApp(fixture.db, { aggregationCap: 3 });
     try {
       const page = (await capped.inject({ url: '/v1/users?limit=2&offset=2', headers: bearer(org.readKey) })).json();
       expect(page.meta.truncated).toBe(true);

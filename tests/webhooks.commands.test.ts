@@ -4,11 +4,11 @@ import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
 import { admin, adminFailure } from './support/admin';
 import { testConfig } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { createOrgWithKeys } from './support/factories';
+import { useTestDatabase } from './support/lifecycle';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
-let database: TestDatabase;
+const database = useTestDatabase();
 let orgId: string;
 let worker: WebhookDelivery;
 let receiver: WebhookReceiver;
@@ -17,7 +17,6 @@ let receiver: WebhookReceiver;
 process.env.WEBHOOK_ALLOW_INSECURE = '1';
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   orgId = (await createOrgWithKeys(database.db)).orgId;
   receiver = await startWebhookReceiver();
   worker = await startWebhookDelivery({
@@ -29,7 +28,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await worker.stop();
   await receiver.close();
-  await database.drop();
 });
 
 const enrolled = () => ({ orgId, type: 'learner.enrolled' as const, data: { learner: null, status: 'pending' as const, programmes: [] } });

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import Stripe from 'stripe';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   createEndpoint,
   disableEndpoint,
@@ -17,17 +17,16 @@ import { generateWebhookSecret } from '../src/webhooks/signature';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
 import { testConfig } from './support/app';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { createOrgWithKeys } from './support/factories';
+import { useTestDatabase } from './support/lifecycle';
 import { eventually, startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
-let database: TestDatabase;
+const database = useTestDatabase();
 let orgId: string;
 const running: { worker?: WebhookDelivery; receiver?: WebhookReceiver } = {};
 const stripe = new Stripe('sk_test_unused');
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   orgId = (await createOrgWithKeys(database.db)).orgId;
 });
 afterEach(async () => {
@@ -35,9 +34,6 @@ afterEach(async () => {
   await running.receiver?.close();
   delete running.worker;
   delete running.receiver;
-});
-afterAll(async () => {
-  await database.drop();
 });
 
 /** A worker on the test database, with a schedule in seconds. */

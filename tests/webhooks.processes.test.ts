@@ -2,12 +2,12 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEndpoint, type EventData, installDeliveryQueue, recordEvent } from '../db/webhooks';
 import { generateWebhookSecret } from '../src/webhooks/signature';
-import { createTestDatabase, type TestDatabase } from './support/database';
 import { createOrgWithKeys } from './support/factories';
+import { useTestDatabase } from './support/lifecycle';
 import { type ServerProcess, startServerProcess } from './support/server-process';
 import { eventually, startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
-let database: TestDatabase;
+const database = useTestDatabase();
 let orgId: string;
 const started: ServerProcess[] = [];
 const receivers: WebhookReceiver[] = [];
@@ -21,7 +21,6 @@ const serverEnvironment = {
 };
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   orgId = (await createOrgWithKeys(database.db)).orgId;
   await installDeliveryQueue(database.db);
 });
@@ -31,7 +30,6 @@ afterAll(async () => {
     started.filter((server) => server.child.exitCode === null && server.child.signalCode === null).map((server) => server.stop('SIGKILL')),
   );
   await Promise.all(receivers.map((receiver) => receiver.close()));
-  await database.drop();
 });
 
 async function startServer() {

@@ -9,7 +9,7 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, migrated database of its own (a clone of the run's template), for one test file. */
+/** A fresh, migrated database of its own (a clone of the run's template); tests take it through `useTestDatabase` (lifecycle.ts). */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const serverUrl = inject('postgresServerUrl');
   const name = `t_${randomBytes(6).toString('hex')}`;
