@@ -3,11 +3,11 @@ import { type Kysely, sql } from 'kysely';
 // Frozen: never edit a migration that has shipped; add a new one.
 // `progress` places each lesson's block of rows by counting, per lesson, the progress rows whose
 // last visit and whose enrolment fall in the requested range. Counted from lesson_progress itself
-// that read every row of the organisation on each request (250,000 rows, 50 to 70 ms for 10,000
-// learners). These tables keep the counts per Paris month and per Paris day: a year is 12 months
-// per lesson, and an `updated_since` in mid-month adds the days up to the next month. Statement
-// triggers keep them exact: every insert, update and delete of lesson_progress, bulk loads and
-// cascades included, adds its rows and takes away the old ones.
+// that read every row of the organisation on each request. These tables keep the counts per Paris
+// month and per Paris day: a year is 12 months per lesson, and an `updated_since` in mid-month adds
+// the days up to the next month. Statement triggers keep them exact: every insert, update and
+// delete of lesson_progress, bulk loads and cascades included, adds its rows and takes away the
+// old ones.
 const countTables = [
   { table: 'lesson_progress_days', period: 'day' },
   { table: 'lesson_progress_months', period: `date_trunc('month', day)::date` },

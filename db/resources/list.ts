@@ -31,9 +31,9 @@ export function allowedWindow(limit: number, offset: number, cap: number | null)
 
 /**
  * Compiled statements, kept per database handle. Building and compiling a resource's query with
- * Kysely costs 0.1 to 0.2 ms of JavaScript per request, more than parsing its page, and clients poll
- * the same filters again and again. Queries are pure functions of the resource, the filter and the
- * window, which make the key: a hit is the very same SQL with the very same parameters.
+ * Kysely costs more JavaScript per request than parsing its page, and clients poll the same filters
+ * again and again. Queries are pure functions of the resource, the filter and the window, which
+ * make the key: a hit is the very same SQL with the very same parameters.
  */
 const compiledStatements = new WeakMap<DB, Map<string, CompiledQuery<any>>>();
 const compiledStatementsKept = 1000;

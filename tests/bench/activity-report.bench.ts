@@ -65,7 +65,7 @@ try {
   const before = serverMemory();
   // The first report starts a worker thread and warms pdfmake up: reported apart, not in the p99.
   const cold = await timed(reportUrl);
-  if (cold.bytes.subarray(0, 5).toString('latin1') !== '%PDF-') throw new Error('la réponse n’est pas un PDF');
+  if (cold.bytes.subarray(0, 5).toString('latin1') !== '%PDF-') throw new Error('the answer is not a PDF');
   const pages = (cold.bytes.toString('latin1').match(/\/Type \/Page\b/g) ?? []).length;
   for (let i = 0; i < 3; i++) await timed(reportUrl);
 

@@ -86,14 +86,14 @@ try {
   const single: number[] = [];
   for (let i = 0; i < singleSamples; i += 1) {
     const answer = await enrol(latency.writeKey, { email: nextEmail() });
-    if (answer.status !== 201) throw new Error(`inscription unitaire : ${answer.status} ${JSON.stringify(answer.body)}`);
+    if (answer.status !== 201) throw new Error(`single enrolment: ${answer.status} ${JSON.stringify(answer.body)}`);
     single.push(answer.ms);
   }
   const bulk: number[] = [];
   for (let i = 0; i < batchSamples; i += 1) {
     const answer = await enrol(latency.writeKey, batch());
     if (answer.status !== 200 || answer.body.summary.enrolled !== batchSize)
-      throw new Error(`lot : ${answer.status} ${JSON.stringify(answer.body)}`);
+      throw new Error(`batch: ${answer.status} ${JSON.stringify(answer.body)}`);
     bulk.push(answer.ms);
   }
   process.stdout.write(
@@ -127,8 +127,8 @@ try {
   const assigned = await assignedLicences(scarce.orgId);
   const expected = result.statuses.get(201) === licences && result.statuses.get(409) === requests - licences && assigned === licences;
   process.stdout.write(`\n${requests} single enrolments, ${clients} concurrent clients, ${licences} licences\n`);
-  report('answers; licences attribuées', `${describeStatuses(result.statuses)}; ${assigned}`, {
-    text: `201×${licences}, 409×${requests - licences}, ${licences} attribuées`,
+  report('answers; licences assigned', `${describeStatuses(result.statuses)}; ${assigned}`, {
+    text: `201×${licences}, 409×${requests - licences}, ${licences} assigned`,
     met: expected,
   });
 } finally {

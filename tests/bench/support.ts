@@ -86,6 +86,6 @@ export function percentile(values: number[], p: number): number {
 
 /** One line of a bench's report: the figure, the target, and whether it is met. */
 export function report(label: string, value: string, target?: { text: string; met: boolean }): void {
-  const verdict = target ? `  (cible : ${target.text} — ${target.met ? 'atteinte' : 'MANQUÉE'})` : '';
+  const verdict = target ? `  (target: ${target.text}, ${target.met ? 'met' : 'MISSED'})` : '';
   process.stdout.write(`${label.padEnd(60)} ${value}${verdict}\n`);
 }

@@ -68,7 +68,7 @@ try {
     ours: { url: `${ours.baseUrl}/users?limit=100&offset=0`, headers },
     bare: { url: `http://127.0.0.1:${barePort}/users?limit=100&offset=0` },
   };
-  // Warm-up long enough for the JIT to settle: with 2 s, ours' first measured round was still ~10% slow.
+  // Warm-up long enough for the JIT to settle: after a shorter one, ours' first measured round was still slow.
   for (const side of ['ours', 'bare'] as const) await load({ ...targets[side], durationSeconds: 5, connections });
   const results: Record<keyof typeof targets, LoadResult[]> = { ours: [], bare: [] };
   for (let round = 0; round < rounds; round += 1) {

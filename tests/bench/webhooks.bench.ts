@@ -102,15 +102,15 @@ try {
   const p99 = percentile(delays, 99);
   const producedRate = commits.size / producedIn;
   report(
-    `charge continue : événements validés (visé : ${sustainedRate}/s)`,
-    `${Math.round(producedRate)}/s (${commits.size} en ${producedIn.toFixed(1)} s)`,
+    `sustained load: events committed (aiming at ${sustainedRate}/s)`,
+    `${Math.round(producedRate)}/s (${commits.size} in ${producedIn.toFixed(1)} s)`,
   );
   report(
-    'charge continue : livraisons reçues pendant la charge',
-    `${Math.round(deliveredDuringLoad / producedIn)}/s${drained ? ', toutes livrées' : ' (PAS toutes livrées)'}`,
+    'sustained load: deliveries received during the load',
+    `${Math.round(deliveredDuringLoad / producedIn)}/s${drained ? ', all delivered' : ' (NOT all delivered)'}`,
   );
-  report('délai validation -> première tentative, p50', `${Math.round(p50)} ms`);
-  report('délai validation -> première tentative, p99', `${Math.round(p99)} ms`, { text: '< 2000 ms', met: drained && p99 < 2000 });
+  report('delay from commit to first attempt, p50', `${Math.round(p50)} ms`);
+  report('delay from commit to first attempt, p99', `${Math.round(p99)} ms`, { text: '< 2000 ms', met: drained && p99 < 2000 });
 
   // 2. Capacity: a backlog drained flat out.
   await server.stop();
@@ -126,10 +126,10 @@ try {
     const lastArrival = Math.max(...[...backlog].map((id) => arrivals.get(id) ?? 0));
     const rate = backlog.size / ((lastArrival - firstArrival) / 1000);
     report(
-      `débit soutenu : file de ${backlogSize} livraisons vidée`,
+      `delivery rate: backlog of ${backlogSize} deliveries drained`,
       backlogDrained
-        ? `${Math.round(rate)}/s (dernière ${((lastArrival - drainStart) / 1000).toFixed(1)} s après le démarrage)`
-        : 'pas vidée en 180 s',
+        ? `${Math.round(rate)}/s (last one ${((lastArrival - drainStart) / 1000).toFixed(1)} s after the start)`
+        : 'not drained within 180 s',
       { text: '>= 500/s', met: backlogDrained && rate >= 500 },
     );
   } finally {
