@@ -1,5 +1,6 @@
 import { CompiledQuery, sql } from 'kysely';
 import type { DB } from './connection';
+import { parisDayEnd } from './render';
 import type { ApiScope } from './tables';
 
 export interface KeyLookup {
@@ -132,8 +133,7 @@ export async function createApiKey(
       label: key.label,
       scopes: key.scopes,
       // An expiry date is the end of that day in Paris: the key works through the whole date.
-      expires_at:
-        key.expiresAt === null ? null : (sql<Date>`((${key.expiresAt}::date + 1)::timestamp at time zone 'Europe/Paris')` as never),
+      expires_at: key.expiresAt === null ? null : (parisDayEnd(key.expiresAt) as never),
     })
     .returning(['id', 'scopes', 'expires_at'])
     .executeTakeFirstOrThrow();

@@ -1,6 +1,7 @@
 /*
  * Paris time in JavaScript: the wire formats of the API (dates, date-times, RFC 3339 of webhooks),
- * the current Paris year, and the long French date of messages. db/render.ts is its twin in SQL.
+ * the current Paris year, Paris's offset from UTC (the generator's calendar), and the long French
+ * date of messages. db/render.ts is its twin in SQL.
  */
 
 const parisParts = new Intl.DateTimeFormat('en-CA', {
@@ -14,8 +15,8 @@ const parisParts = new Intl.DateTimeFormat('en-CA', {
 });
 
 // Every request formats "now" (the default year, meta.generated_at), and formatToParts is slow
-// (40 µs): the last minute's parts are kept. Paris is a whole number of hours from UTC, so its
-// date, hour and minute change only when the UTC minute does.
+// next to a request's other work: the last minute's parts are kept. Paris is a whole number of
+// hours from UTC, so its date, hour and minute change only when the UTC minute does.
 let lastMinute = Number.NaN;
 let lastParts: Record<string, string> = {};
 
@@ -65,8 +66,19 @@ const parisInstant = new Intl.DateTimeFormat('en-CA', {
  */
 export function formatParisRfc3339(instant: Date): string {
   const p = Object.fromEntries(parisInstant.formatToParts(instant).map((part) => [part.type, part.value]));
-  const offset = p.timeZoneName === 'GMT' ? '+00:00' : p.timeZoneName!.slice(3);
-  return `${p.year}-${p.month}-${p.day}T${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond}${offset}`;
+  return `${p.year}-${p.month}-${p.day}T${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond}${utcOffset(p.timeZoneName!)}`;
+}
+
+/** `+01:00` of a long offset name (`GMT+01:00`; `GMT` alone at UTC). */
+function utcOffset(timeZoneName: string): string {
+  return timeZoneName === 'GMT' ? '+00:00' : timeZoneName.slice(3);
+}
+
+/** How many minutes Paris is ahead of UTC at an instant (60 in winter, 120 in summer). */
+export function parisOffsetMinutes(instant: Date): number {
+  const offset = utcOffset(parisInstant.formatToParts(instant).find((part) => part.type === 'timeZoneName')!.value);
+  const minutes = Number(offset.slice(1, 3)) * 60 + Number(offset.slice(4, 6));
+  return offset.startsWith('-') ? -minutes : minutes;
 }
 
 const longFrenchDate = new Intl.DateTimeFormat('fr-FR', { timeZone: 'Europe/Paris', dateStyle: 'long' });

@@ -2,13 +2,19 @@ import { type Expression, type RawBuilder, sql } from 'kysely';
 
 /**
  * The one place where stored values become wire values, in SQL: dates and date-times in
- * Europe/Paris, yes/no as Oui/Non. Queries return rows ready for JSON and CSV alike.
+ * Europe/Paris, yes/no as Oui/Non. Queries return rows ready for JSON and CSV alike. And the other
+ * way: the instants a wire date (a parameter, an expiry date) stands for.
  */
 export const parisZone = 'Europe/Paris';
 
 /** `YYYY-MM-DD` of a timestamptz, in Paris. */
 export function parisDate(timestamp: Expression<unknown> | RawBuilder<unknown>): RawBuilder<string> {
   return sql<string>`to_char((${timestamp} at time zone 'Europe/Paris')::date, 'YYYY-MM-DD')`;
+}
+
+/** `YYYY-MM-DD` of a date column that already holds a Paris day (a quiz attempt's day). */
+export function wireDate(day: Expression<unknown> | RawBuilder<unknown>): RawBuilder<string> {
+  return sql<string>`to_char(${day}, 'YYYY-MM-DD')`;
 }
 
 /** The Paris calendar date of a timestamptz, as a date (for comparisons and indexes). */
@@ -33,4 +39,18 @@ export function ouiNon(condition: Expression<unknown> | RawBuilder<unknown>): Ra
 export function parisRfc3339(timestamp: Expression<unknown> | RawBuilder<unknown>): RawBuilder<string> {
   return sql<string>`(to_char(${timestamp} at time zone 'Europe/Paris', 'YYYY-MM-DD"T"HH24:MI:SS.MS')
     || '+' || to_char((${timestamp} at time zone 'Europe/Paris') - (${timestamp} at time zone 'UTC'), 'HH24:MI'))`;
+}
+
+/**
+ * The instant a Paris calendar day begins, for a 'YYYY-MM-DD' text: a timestamptz parameter that
+ * PostgreSQL reads in the Paris zone when it binds it. The planner sees its value (it estimates the
+ * rows of a year, not a default fraction) and no row evaluates anything.
+ */
+export function parisDayStart(day: string): RawBuilder<Date> {
+  return sql<Date>`${`${day} 00:00 Europe/Paris`}::timestamptz`;
+}
+
+/** The instant the Paris day after `day` (a 'YYYY-MM-DD' text) begins: the end of that day. */
+export function parisDayEnd(day: string): RawBuilder<Date> {
+  return sql<Date>`((${day}::date + 1)::timestamp at time zone 'Europe/Paris')`;
 }

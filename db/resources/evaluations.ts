@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
-import { ouiNon } from '../render';
+import { ouiNon, wireDate } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalDayFilter } from './natural-date';
 import { scopeCondition, windowByKeys, withLessonContext } from './scope';
@@ -39,7 +39,7 @@ export const evaluationsResource: ResourceDefinition<EvaluationRow, 'evaluations
       'qa.attempt_no as tentative',
       'qa.score as score',
       ouiNon(sql.ref('qa.passed')).as('reussi'),
-      sql<string>`to_char(qa.completed_day, 'YYYY-MM-DD')`.as('date'),
+      wireDate(sql.ref('qa.completed_day')).as('date'),
     ]);
   },
   keys: (db, filter) => attemptsInScope(db, filter).select('qa.id'),

@@ -1,16 +1,8 @@
 import { type Expression, type RawBuilder, sql } from 'kysely';
+import { parisDayStart } from '../render';
 import type { ResourceFilter } from './definition';
 
 type Timestamp = Expression<unknown> | RawBuilder<unknown>;
-
-/**
- * The instant a Paris calendar day begins, for a 'YYYY-MM-DD' text: a timestamptz parameter that
- * PostgreSQL reads in the Paris zone when it binds it. The planner sees its value (it estimates the
- * rows of a year, not a default fraction) and no row evaluates anything.
- */
-function parisDayStart(day: string): RawBuilder<Date> {
-  return sql<Date>`${`${day} 00:00 Europe/Paris`}::timestamptz`;
-}
 
 /** The first instant of a Paris year. */
 export function yearStart(year: number): RawBuilder<Date> {

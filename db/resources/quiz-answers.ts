@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
-import { ouiNon, parisDateTime } from '../render';
+import { ouiNon, parisDateTime, wireDate } from '../render';
 import type { ResourceDefinition, ResourceFilter } from './definition';
 import { naturalDayFilter } from './natural-date';
 import { scopeCondition, windowByKeys, withLessonContext } from './scope';
@@ -68,7 +68,7 @@ export const quizAnswersResource: ResourceDefinition<QuizAnswerRow, 'quiz-answer
       'q.correct_option as bonne_reponse',
       ouiNon(sql.ref('ans.is_correct')).as('correct'),
       parisDateTime(sql.ref('ans.answered_at')).as('repondu_le'),
-      sql<string>`to_char(ans.attempt_day, 'YYYY-MM-DD')`.as('date'),
+      wireDate(sql.ref('ans.attempt_day')).as('date'),
     ]);
   },
   keys: (db, filter) => answersInScope(db, filter).select('ans.id'),

@@ -4,19 +4,13 @@
  * night, so a day's UTC offset taken at noon is exact for every generated instant; only New Year's
  * Eve runs past midnight (minutes beyond 24 h), and no clock changes that night.
  */
-const offsetFormat = new Intl.DateTimeFormat('en-US', { timeZone: 'Europe/Paris', timeZoneName: 'shortOffset' });
-
-function parisOffsetMinutes(instant: number): number {
-  const name = offsetFormat.formatToParts(new Date(instant)).find((part) => part.type === 'timeZoneName')!.value;
-  const match = /GMT([+-]\d+)(?::(\d+))?/.exec(name);
-  if (!match) return 0;
-  const hours = Number(match[1]);
-  return hours * 60 + Math.sign(hours) * Number(match[2] ?? 0);
-}
+import { formatParisDate, parisOffsetMinutes } from '../../db/paris-time';
 
 export class ParisCalendar {
   /** UTC milliseconds of each day's Paris midnight. */
   private readonly midnights: number[] = [];
+  /** 'YYYY-MM-DD' of each day. */
+  private readonly dates: string[];
   readonly days: number;
 
   /** The whole Paris days from 1 January of `firstYear` to `until`. */
@@ -24,10 +18,13 @@ export class ParisCalendar {
     readonly firstYear: number,
     until: Date,
   ) {
-    const midnightOf = (day: number) => Date.UTC(firstYear, 0, 1 + day) - parisOffsetMinutes(Date.UTC(firstYear, 0, 1 + day, 12)) * 60_000;
+    const midnightOf = (day: number) =>
+      Date.UTC(firstYear, 0, 1 + day) - parisOffsetMinutes(new Date(Date.UTC(firstYear, 0, 1 + day, 12))) * 60_000;
     // Whole days only: a day is in when it has ended by `until` (no activity after `until`).
     for (let day = 0; midnightOf(day + 1) <= until.getTime(); day++) this.midnights.push(midnightOf(day));
     this.days = this.midnights.length;
+    // Formatted once: the generator asks for them at every sitting and quiz answer.
+    this.dates = this.midnights.map((midnight) => formatParisDate(new Date(midnight + 12 * 3_600_000)));
   }
 
   /** The instant of a minute of a Paris day (minute 0 = midnight). */
@@ -35,9 +32,9 @@ export class ParisCalendar {
     return new Date(this.midnights[day]! + minute * 60_000);
   }
 
-  /** 'YYYY-MM-DD' of a day. */
+  /** 'YYYY-MM-DD' of a day of the calendar. */
   date(day: number): string {
-    return new Date(Date.UTC(this.firstYear, 0, 1 + day)).toISOString().slice(0, 10);
+    return this.dates[day]!;
   }
 
   /** 'YYYY-MM-DD' of a minute of a day (the next day's, past midnight). */
