@@ -114,56 +114,10 @@ export async function openLesson(
     const programme = await lockEnrolment(trx, visit.orgId, visit.membershipId, lesson.programme_id);
     const leftAt = new Date(visit.openedAt.getTime() + visit.activeSeconds * 1000);
     await refuseOverlappingCourseTime(trx, visit, leftAt);
-    const before = await trx
-      .selectFrom('lesson_progress as lp')
-      .innerJoin('lessons as l', 'l.id', 'lp.lesson_id')
-      .innerJoin('modules as m', 'm.id', 'l.module_id')
-      .select(sql<boolean>`true`.as('seen'))
-      .where('lp.membership_id', '=', visit.membershipId)
-      .where('m.course_id', '=', lesson.course_id)
-      .limit(1)
-      .executeTakeFirst();
-    await trx
-      .insertInto('lesson_progress')
-      .values({
-        org_id: visit.orgId,
-        membership_id: visit.membershipId,
-        programme_id: lesson.programme_id,
-        lesson_id: lesson.id,
-        viewed: true,
-        viewed_at: visit.openedAt,
-        visits: 1,
-        active_seconds: visit.activeSeconds,
-        first_visit_at: visit.openedAt,
-        last_visit_at: visit.openedAt,
-      })
-      .onConflict((c) =>
-        c.columns(['membership_id', 'lesson_id']).doUpdateSet({
-          viewed: true,
-          viewed_at: sql`least(lesson_progress.viewed_at, excluded.viewed_at)`,
-          visits: sql`lesson_progress.visits + 1`,
-          active_seconds: sql`lesson_progress.active_seconds + excluded.active_seconds`,
-          first_visit_at: sql`least(lesson_progress.first_visit_at, excluded.first_visit_at)`,
-          last_visit_at: sql`greatest(lesson_progress.last_visit_at, excluded.last_visit_at)`,
-        }),
-      )
-      .execute();
-    // A visit without active time still opens one (an empty interval): it counts as a visit.
-    await trx
-      .insertInto('activity_intervals')
-      .values({
-        org_id: visit.orgId,
-        membership_id: visit.membershipId,
-        kind: 'cours',
-        started_at: visit.openedAt,
-        ended_at: leftAt,
-        programme_id: lesson.programme_id,
-        lesson_id: lesson.id,
-        attendance_id: null,
-        opens_visit: true,
-      })
-      .execute();
-    if (before) return { courseStarted: false, eventId: null };
+    const courseStarted = !(await hasOpenedCourse(trx, visit.membershipId, lesson.course_id));
+    await recordLessonVisit(trx, visit, lesson);
+    await recordCourseInterval(trx, visit, lesson, leftAt);
+    if (!courseStarted) return { courseStarted: false, eventId: null };
     const event = await recordEvent(trx, {
       orgId: visit.orgId,
       type: 'course.started',
@@ -178,80 +132,99 @@ export async function openLesson(
   });
 }
 
+/** Whether the learner has opened any lesson of the course before. */
+async function hasOpenedCourse(trx: DB, membershipId: string, courseId: string): Promise<boolean> {
+  const seen = await trx
+    .selectFrom('lesson_progress as lp')
+    .innerJoin('lessons as l', 'l.id', 'lp.lesson_id')
+    .innerJoin('modules as m', 'm.id', 'l.module_id')
+    .select(sql<boolean>`true`.as('seen'))
+    .where('lp.membership_id', '=', membershipId)
+    .where('m.course_id', '=', courseId)
+    .limit(1)
+    .executeTakeFirst();
+  return seen !== undefined;
+}
+
+/** The lesson's lifetime progress: viewed (from its first visit), one more visit, the time added. */
+async function recordLessonVisit(
+  trx: DB,
+  visit: { orgId: string; membershipId: string; openedAt: Date; activeSeconds: number },
+  lesson: { id: string; programme_id: string },
+): Promise<void> {
+  await trx
+    .insertInto('lesson_progress')
+    .values({
+      org_id: visit.orgId,
+      membership_id: visit.membershipId,
+      programme_id: lesson.programme_id,
+      lesson_id: lesson.id,
+      viewed: true,
+      viewed_at: visit.openedAt,
+      visits: 1,
+      active_seconds: visit.activeSeconds,
+      first_visit_at: visit.openedAt,
+      last_visit_at: visit.openedAt,
+    })
+    .onConflict((c) =>
+      c.columns(['membership_id', 'lesson_id']).doUpdateSet({
+        viewed: true,
+        viewed_at: sql`least(lesson_progress.viewed_at, excluded.viewed_at)`,
+        visits: sql`lesson_progress.visits + 1`,
+        active_seconds: sql`lesson_progress.active_seconds + excluded.active_seconds`,
+        first_visit_at: sql`least(lesson_progress.first_visit_at, excluded.first_visit_at)`,
+        last_visit_at: sql`greatest(lesson_progress.last_visit_at, excluded.last_visit_at)`,
+      }),
+    )
+    .execute();
+}
+
+/** The course interval of the visit, which opens it. A visit without active time still opens one (an empty interval): it counts as a visit. */
+async function recordCourseInterval(
+  trx: DB,
+  visit: { orgId: string; membershipId: string; openedAt: Date },
+  lesson: { id: string; programme_id: string },
+  leftAt: Date,
+): Promise<void> {
+  await trx
+    .insertInto('activity_intervals')
+    .values({
+      org_id: visit.orgId,
+      membership_id: visit.membershipId,
+      kind: 'cours',
+      started_at: visit.openedAt,
+      ended_at: leftAt,
+      programme_id: lesson.programme_id,
+      lesson_id: lesson.id,
+      attendance_id: null,
+      opens_visit: true,
+    })
+    .execute();
+}
+
+type QuizAttemptInput = {
+  orgId: string;
+  membershipId: string;
+  lessonId: string;
+  completedAt: Date;
+  answers: { questionId: string; chosenOption: string; answeredAt: Date }[];
+};
+
 /**
  * A learner completes the quiz of a lesson: a numbered attempt, its answers, its score (share of
  * correct answers, /100) and verdict (the lesson's pass score), and `quiz.completed` with every answer.
  */
-export async function completeQuiz(
-  db: DB,
-  attempt: {
-    orgId: string;
-    membershipId: string;
-    lessonId: string;
-    completedAt: Date;
-    answers: { questionId: string; chosenOption: string; answeredAt: Date }[];
-  },
-) {
+export async function completeQuiz(db: DB, attempt: QuizAttemptInput) {
   return inTransaction(db, async (trx) => {
     const lesson = await lessonOf(trx, attempt.orgId, attempt.lessonId);
     if (!lesson.has_quiz) throw new ActivityRefused(`lesson ${lesson.key} has no quiz`);
     const programme = await lockEnrolment(trx, attempt.orgId, attempt.membershipId, lesson.programme_id);
-    const questions = await trx
-      .selectFrom('quiz_questions')
-      .select(['id', 'position', 'wording', 'options', 'correct_option'])
-      .where('lesson_id', '=', lesson.id)
-      .orderBy('position')
-      .execute();
-    const chosen = new Map(attempt.answers.map((answer) => [answer.questionId, answer]));
-    const answered = questions
-      .filter((question) => chosen.has(question.id))
-      .map((question) => {
-        const answer = chosen.get(question.id)!;
-        if (!question.options.includes(answer.chosenOption))
-          throw new ActivityRefused(`« ${answer.chosenOption} » is not an option of question ${question.id}`);
-        return { question, answer, isCorrect: answer.chosenOption === question.correct_option };
-      });
-    if (answered.length !== attempt.answers.length || answered.length === 0)
-      throw new ActivityRefused('answers must name questions of this quiz');
-
-    const { previous } = await trx
-      .selectFrom('quiz_attempts')
-      .select(sql<number>`coalesce(max(attempt_no), 0)::int`.as('previous'))
-      .where('membership_id', '=', attempt.membershipId)
-      .where('lesson_id', '=', lesson.id)
-      .executeTakeFirstOrThrow();
-    const attemptNo = previous + 1;
+    const questions = await quizQuestions(trx, lesson.id);
+    const answered = checkedAnswers(questions, attempt.answers);
+    const attemptNo = (await lastAttemptNo(trx, attempt.membershipId, lesson.id)) + 1;
     const score = Math.round((100 * answered.filter((a) => a.isCorrect).length) / questions.length);
     const passed = score >= lesson.pass_score;
-    const { id: attemptId } = await trx
-      .insertInto('quiz_attempts')
-      .values({
-        org_id: attempt.orgId,
-        membership_id: attempt.membershipId,
-        programme_id: lesson.programme_id,
-        lesson_id: lesson.id,
-        attempt_no: attemptNo,
-        score,
-        passed,
-        completed_at: attempt.completedAt,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    await trx
-      .insertInto('quiz_answers')
-      .values(
-        answered.map(({ question, answer, isCorrect }) => ({
-          org_id: attempt.orgId,
-          attempt_id: attemptId,
-          question_id: question.id,
-          position: question.position,
-          chosen_option: answer.chosenOption,
-          is_correct: isCorrect,
-          answered_at: answer.answeredAt,
-        })),
-      )
-      .execute();
-
+    const attemptId = await recordAttempt(trx, attempt, lesson, { attemptNo, score, passed }, answered);
     const event = await recordEvent(trx, {
       orgId: attempt.orgId,
       type: 'quiz.completed',
@@ -276,6 +249,82 @@ export async function completeQuiz(
     });
     return { attemptId, attemptNo, score, passed, eventId: event.id };
   });
+}
+
+function quizQuestions(trx: DB, lessonId: string) {
+  return trx
+    .selectFrom('quiz_questions')
+    .select(['id', 'position', 'wording', 'options', 'correct_option'])
+    .where('lesson_id', '=', lessonId)
+    .orderBy('position')
+    .execute();
+}
+type QuizQuestion = Awaited<ReturnType<typeof quizQuestions>>[number];
+type QuizAnswer = QuizAttemptInput['answers'][number];
+
+/** The answers in question order, each marked right or wrong; refused unless every one names a question of the quiz and one of its options. */
+function checkedAnswers(questions: QuizQuestion[], answers: QuizAnswer[]) {
+  const chosen = new Map(answers.map((answer) => [answer.questionId, answer]));
+  const answered = questions
+    .filter((question) => chosen.has(question.id))
+    .map((question) => {
+      const answer = chosen.get(question.id)!;
+      if (!question.options.includes(answer.chosenOption))
+        throw new ActivityRefused(`"${answer.chosenOption}" is not an option of question ${question.id}`);
+      return { question, answer, isCorrect: answer.chosenOption === question.correct_option };
+    });
+  if (answered.length !== answers.length || answered.length === 0) throw new ActivityRefused('answers must name questions of this quiz');
+  return answered;
+}
+
+/** The number of the learner's latest attempt at the lesson's quiz (0 before the first); the enrolment lock keeps it stable. */
+async function lastAttemptNo(trx: DB, membershipId: string, lessonId: string): Promise<number> {
+  const { previous } = await trx
+    .selectFrom('quiz_attempts')
+    .select(sql<number>`coalesce(max(attempt_no), 0)::int`.as('previous'))
+    .where('membership_id', '=', membershipId)
+    .where('lesson_id', '=', lessonId)
+    .executeTakeFirstOrThrow();
+  return previous;
+}
+
+/** The attempt and its answers; returns the attempt's id. */
+async function recordAttempt(
+  trx: DB,
+  attempt: QuizAttemptInput,
+  lesson: { id: string; programme_id: string },
+  result: { attemptNo: number; score: number; passed: boolean },
+  answered: ReturnType<typeof checkedAnswers>,
+): Promise<string> {
+  const { id: attemptId } = await trx
+    .insertInto('quiz_attempts')
+    .values({
+      org_id: attempt.orgId,
+      membership_id: attempt.membershipId,
+      programme_id: lesson.programme_id,
+      lesson_id: lesson.id,
+      attempt_no: result.attemptNo,
+      score: result.score,
+      passed: result.passed,
+      completed_at: attempt.completedAt,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await trx
+    .insertInto('quiz_answers')
+    .values(
+      answered.map(({ question, answer, isCorrect }) => ({
+        org_id: attempt.orgId,
+        attempt_id: attemptId,
+        question_id: question.id,
+        position: question.position,
+        chosen_option: answer.chosenOption,
+        is_correct: isCorrect,
+        answered_at: answer.answeredAt,
+      })),
+    )
+    .execute();
+  return attemptId;
 }
 
 /**

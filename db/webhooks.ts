@@ -262,56 +262,68 @@ export async function recordAttempts(
       .insertInto('webhook_attempts')
       .values(attempts.map((a) => attemptRow(a.delivery.id, a.outcome)))
       .execute();
-
-    const succeeded = attempts.filter((a) => a.outcome.succeeded);
-    if (succeeded.length > 0) {
-      await sql`
-        update webhook_deliveries d
-        set status = 'delivered', attempt_count = attempt_count + 1, delivered_at = now(), lease_token = null, lease_expires_at = null
-        from unnest(${succeeded.map((a) => a.delivery.id)}::uuid[], ${succeeded.map((a) => a.delivery.lease_token)}::uuid[]) as s(id, token)
-        where d.id = s.id and d.lease_token = s.token`.execute(trx);
-      // Written only when there is something to reset: a busy endpoint's row is not rewritten
-      // (nor locked) by every success.
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({ consecutive_failures: 0 })
-        .where('id', 'in', [...new Set(succeeded.map((a) => a.delivery.endpoint_id))])
-        .where('consecutive_failures', '<>', 0)
-        .execute();
-    }
-
-    const failed = attempts.filter((a) => !a.outcome.succeeded);
-    if (failed.length === 0) return;
-    const maxAttempts = policy.retryDelaysSeconds.length + 1;
-    const retries = await sql<{ id: string; startAfterSeconds: number }>`
-      update webhook_deliveries d
-      set attempt_count = attempt_count + 1,
-        status = case when attempt_count + 1 >= ${maxAttempts} then 'dead' else 'pending' end,
-        dead_at = case when attempt_count + 1 >= ${maxAttempts} then now() end,
-        next_attempt_at = case when attempt_count + 1 >= ${maxAttempts} then next_attempt_at
-          else now() + make_interval(secs => (${[...policy.retryDelaysSeconds]}::float8[])[attempt_count + 1]) end,
-        lease_token = null, lease_expires_at = null
-      from unnest(${failed.map((a) => a.delivery.id)}::uuid[], ${failed.map((a) => a.delivery.lease_token)}::uuid[]) as f(id, token)
-      where d.id = f.id and d.lease_token = f.token
-      returning d.id, case when d.status = 'pending' then extract(epoch from d.next_attempt_at - now())::float8 end as "startAfterSeconds"`.execute(
-      trx,
-    );
-    const failuresByEndpoint = new Map<string, number>();
-    for (const a of failed) failuresByEndpoint.set(a.delivery.endpoint_id, (failuresByEndpoint.get(a.delivery.endpoint_id) ?? 0) + 1);
-    for (const [endpointId, failures] of failuresByEndpoint) {
-      await sql`
-        update webhook_endpoints
-        set consecutive_failures = consecutive_failures + ${failures},
-          enabled = enabled and consecutive_failures + ${failures} < ${policy.disableAfter},
-          disabled_at = case when enabled and consecutive_failures + ${failures} >= ${policy.disableAfter} then now() else disabled_at end,
-          disabled_reason = case when enabled and consecutive_failures + ${failures} >= ${policy.disableAfter} then 'failures' else disabled_reason end
-        where id = ${endpointId}`.execute(trx);
-    }
-    await queueDeliveryJobs(
-      trx,
-      retries.rows.filter((r) => r.startAfterSeconds !== null),
-    );
+    const succeeded = attempts.filter((a) => a.outcome.succeeded).map((a) => a.delivery);
+    if (succeeded.length > 0) await markDelivered(trx, succeeded);
+    const failed = attempts.filter((a) => !a.outcome.succeeded).map((a) => a.delivery);
+    if (failed.length > 0) await planRetries(trx, failed, policy);
   });
+}
+
+/** Successes: their deliveries delivered, and their endpoints' failure counts reset. */
+async function markDelivered(trx: DB, deliveries: ClaimedDelivery[]): Promise<void> {
+  await sql`
+    update webhook_deliveries d
+    set status = 'delivered', attempt_count = attempt_count + 1, delivered_at = now(), lease_token = null, lease_expires_at = null
+    from unnest(${deliveries.map((d) => d.id)}::uuid[], ${deliveries.map((d) => d.lease_token)}::uuid[]) as s(id, token)
+    where d.id = s.id and d.lease_token = s.token`.execute(trx);
+  // Written only when there is something to reset: a busy endpoint's row is not rewritten
+  // (nor locked) by every success.
+  await trx
+    .updateTable('webhook_endpoints')
+    .set({ consecutive_failures: 0 })
+    .where('id', 'in', [...new Set(deliveries.map((d) => d.endpoint_id))])
+    .where('consecutive_failures', '<>', 0)
+    .execute();
+}
+
+/**
+ * Failures: the next attempt planned (or the delivery `dead` after the last one), the endpoints'
+ * failure counts raised (disabling those that reach the limit), and the retries' jobs queued.
+ */
+async function planRetries(
+  trx: DB,
+  deliveries: ClaimedDelivery[],
+  policy: { retryDelaysSeconds: readonly number[]; disableAfter: number },
+): Promise<void> {
+  const maxAttempts = policy.retryDelaysSeconds.length + 1;
+  const retries = await sql<{ id: string; startAfterSeconds: number }>`
+    update webhook_deliveries d
+    set attempt_count = attempt_count + 1,
+      status = case when attempt_count + 1 >= ${maxAttempts} then 'dead' else 'pending' end,
+      dead_at = case when attempt_count + 1 >= ${maxAttempts} then now() end,
+      next_attempt_at = case when attempt_count + 1 >= ${maxAttempts} then next_attempt_at
+        else now() + make_interval(secs => (${[...policy.retryDelaysSeconds]}::float8[])[attempt_count + 1]) end,
+      lease_token = null, lease_expires_at = null
+    from unnest(${deliveries.map((d) => d.id)}::uuid[], ${deliveries.map((d) => d.lease_token)}::uuid[]) as f(id, token)
+    where d.id = f.id and d.lease_token = f.token
+    returning d.id, case when d.status = 'pending' then extract(epoch from d.next_attempt_at - now())::float8 end as "startAfterSeconds"`.execute(
+    trx,
+  );
+  const failuresByEndpoint = new Map<string, number>();
+  for (const d of deliveries) failuresByEndpoint.set(d.endpoint_id, (failuresByEndpoint.get(d.endpoint_id) ?? 0) + 1);
+  for (const [endpointId, failures] of failuresByEndpoint) {
+    await sql`
+      update webhook_endpoints
+      set consecutive_failures = consecutive_failures + ${failures},
+        enabled = enabled and consecutive_failures + ${failures} < ${policy.disableAfter},
+        disabled_at = case when enabled and consecutive_failures + ${failures} >= ${policy.disableAfter} then now() else disabled_at end,
+        disabled_reason = case when enabled and consecutive_failures + ${failures} >= ${policy.disableAfter} then 'failures' else disabled_reason end
+      where id = ${endpointId}`.execute(trx);
+  }
+  await queueDeliveryJobs(
+    trx,
+    retries.rows.filter((r) => r.startAfterSeconds !== null),
+  );
 }
 
 /**

@@ -6,6 +6,7 @@ import openapiGlue from 'fastify-openapi-glue';
 import { createHandlers } from '../handlers';
 import { createAuthenticator, createSecurityHandlers } from './auth';
 import { conditionalJson } from './conditional-requests';
+import type { Config } from './config';
 import type { AppContext } from './context';
 import { clientErrorResponse, frameworkErrorResponse, installErrorHandler, sendApiError } from './error-handler';
 import { ApiError, serviceUnavailable } from './errors';
@@ -43,7 +44,28 @@ declare module 'fastify' {
 export async function buildApp(context: AppContext, { logStream }: AppOptions = {}): Promise<FastifyInstance> {
   const { config, db, metrics } = context;
   let draining = false;
-  const app = Fastify({
+  const app = createFastify(config, logStream);
+  app.decorate('startDraining', () => {
+    draining = true;
+  });
+  app.decorate('metrics', metrics);
+  superviseRequests(app, config, metrics, () => draining);
+  app.setValidatorCompiler(validatorCompiler);
+  // Responses are plain JSON.stringify: a schema-driven serializer would coerce or drop values and
+  // hide a handler's mistake instead of letting the contract tests see it.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  installErrorHandler(app);
+
+  registerHealthRoutes(app, { db, isDraining: () => draining, metrics });
+
+  const document = loadOpenapiDocument();
+  await registerDocument(app, document);
+  await registerApi(app, context, document);
+  return app;
+}
+
+function createFastify(config: Config, logStream: AppOptions['logStream']): FastifyInstance {
+  return Fastify({
     logger: {
       level: config.logLevel,
       redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[masqué]' },
@@ -64,16 +86,19 @@ export async function buildApp(context: AppContext, { logStream }: AppOptions = 
     frameworkErrors: frameworkErrorResponse,
     clientErrorHandler: clientErrorResponse,
   });
-  app.decorate('startDraining', () => {
-    draining = true;
-  });
-  app.decorate('metrics', metrics);
+}
 
+/**
+ * What every request meets on its way in: its id, the URL length, the refusal while draining, and
+ * the deadline of its answer; on its way out, the deadline cleared and the request counted (the
+ * operators' routes are not).
+ */
+function superviseRequests(app: FastifyInstance, config: Config, metrics: Metrics, isDraining: () => boolean): void {
   const deadlines = new WeakMap<FastifyRequest, NodeJS.Timeout>();
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
     if (request.url.length > maxUrlLength) throw new ApiError('uri_too_long', `Adresse trop longue : ${maxUrlLength} caractères au plus.`);
-    if (draining && !request.routeOptions.config.operational) {
+    if (isDraining() && !request.routeOptions.config.operational) {
       reply.header('Connection', 'close');
       throw serviceUnavailable('Le serveur s’arrête : réessayez dans quelques secondes (une autre instance répondra).');
     }
@@ -99,17 +124,10 @@ export async function buildApp(context: AppContext, { logStream }: AppOptions = 
     metrics.requests.inc({ route, method: request.method, status });
     metrics.requestDuration.observe({ route, status }, reply.elapsedTime / 1000);
   });
-  app.setValidatorCompiler(validatorCompiler);
-  // Responses are plain JSON.stringify: a schema-driven serializer would coerce or drop values and
-  // hide a handler's mistake instead of letting the contract tests see it.
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  installErrorHandler(app);
+}
 
-  registerHealthRoutes(app, { db, isDraining: () => draining, metrics });
-
-  const document = loadOpenapiDocument();
-
-  // The document and its docs page need no key.
+/** The contract and its docs page, which need no key. */
+async function registerDocument(app: FastifyInstance, document: Record<string, any>): Promise<void> {
   app.get(`${apiPrefix}/openapi.yaml`, async (_request, reply) => reply.type('application/yaml; charset=utf-8').send(openapiText));
   app.get(`${apiPrefix}/openapi.json`, async (_request, reply) => reply.type('application/json; charset=utf-8').send(document));
   // The docs page's "Try it out" calls the server that serves it, whatever its host and port.
@@ -119,7 +137,11 @@ export async function buildApp(context: AppContext, { logStream }: AppOptions = 
   };
   await app.register(swagger, { mode: 'static', specification: { document: docsDocument as never } });
   await app.register(swaggerUi, { routePrefix: `${apiPrefix}/docs` });
+}
 
+/** The API below /v1: key and rate limit, JSON bodies only, routes and validation from the contract, the handlers, and the 404 and 405 answers. */
+async function registerApi(app: FastifyInstance, context: AppContext, document: Record<string, any>): Promise<void> {
+  const { config, db, metrics } = context;
   const handlers = createHandlers({ db, config, renderPool: context.renderPool });
   const declaredMethods = declaredPathMatchers(document);
   await app.register(
@@ -139,7 +161,7 @@ export async function buildApp(context: AppContext, { logStream }: AppOptions = 
       // Only JSON bodies are read: text, and the types the document names only for responses, are 415.
       api.removeContentTypeParser('text/plain');
       api.addContentTypeParser(['application/pdf', 'text/csv'], (_request, _body, done) =>
-        done(Object.assign(new Error('type de contenu non pris en charge'), { statusCode: 415 }), undefined),
+        done(Object.assign(new Error('unsupported content type'), { statusCode: 415 }), undefined),
       );
       // A route that takes a body gets one: without it, validation (which keys on the content type) never runs.
       api.addHook('preValidation', async (request) => {
@@ -154,7 +176,6 @@ export async function buildApp(context: AppContext, { logStream }: AppOptions = 
     },
     { prefix: apiPrefix },
   );
-  return app;
 }
 
 /** The document's paths as patterns of the URL below /v1, with the methods each declares. */

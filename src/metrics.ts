@@ -55,7 +55,12 @@ export function createMetrics(db: DB): Metrics {
     }),
   };
 
-  // Read from the database at each scrape: the queue is shared by every server process.
+  registerQueueGauges(registry, db);
+  return metrics;
+}
+
+/** The webhook queue's gauges, read from the database at each scrape: the queue is shared by every server process. */
+function registerQueueGauges(registry: Registry, db: DB): void {
   const queue = async (): Promise<QueueState> =>
     (
       await sql<QueueState>`
@@ -99,5 +104,4 @@ export function createMetrics(db: DB): Metrics {
     'Points de réception de webhooks désactivés (échecs répétés ou opérateur).',
     (q) => q.disabled,
   );
-  return metrics;
 }

@@ -67,7 +67,7 @@ describe('activity report rendering', () => {
 
   it('reports a failed render as an error and keeps rendering', async () => {
     const broken = { ...sampleReportData('small'), logins: null } as never;
-    await expect(pool.renderActivityReport(broken)).rejects.toThrow(/rendu du rapport PDF impossible/);
+    await expect(pool.renderActivityReport(broken)).rejects.toThrow(/PDF report render failed/);
     const pdf = await pool.renderActivityReport(sampleReportData('small'));
     expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
   });
@@ -85,9 +85,9 @@ describe('activity report rendering', () => {
 
   it('refuses work once closed', async () => {
     const closing = createRenderPool(1);
-    const pending = expect(closing.renderActivityReport(sampleReportData('heavy'))).rejects.toThrow(/arrêté/);
+    const pending = expect(closing.renderActivityReport(sampleReportData('heavy'))).rejects.toThrow(/closed/);
     await closing.close();
     await pending;
-    await expect(closing.renderActivityReport(sampleReportData('small'))).rejects.toThrow(/arrêté/);
+    await expect(closing.renderActivityReport(sampleReportData('small'))).rejects.toThrow(/closed/);
   });
 });

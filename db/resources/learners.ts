@@ -72,11 +72,11 @@ function activityMinutes(filter: ResourceFilter) {
     ) ordered`;
 }
 
-function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
-  let members = membersInScope(db, filter).select(['m.id', 'a.name', 'a.email', 'm.invited_at', 'm.joined_at']);
-  if (window) members = members.limit(window.limit).offset(window.offset);
-  // Aggregates over the members' rows only; `programme` and `updated_since` never apply here.
-  const detail = { ...filter, updatedSince: null, programmeId: null };
+/**
+ * The year's figures of each learner of the `members` CTE (learnerRows), one subquery per detail
+ * resource, each built from that resource's own scope.
+ */
+function yearFigures(db: DB, detail: ResourceFilter) {
   const logins = loginsInScope(db, detail)
     .clearOrderBy()
     .where(ofMembers('lg.membership_id'))
@@ -88,13 +88,13 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
     .select([
       'ey.membership_id',
       sql<number>`count(*)::int`.as('followed'),
-      sql<number>`count(*) filter (where ${completedBy(filter.year)})::int`.as('completed'),
+      sql<number>`count(*) filter (where ${completedBy(detail.year)})::int`.as('completed'),
     ])
     .groupBy('ey.membership_id');
   // Course time is time on lessons: the sum of the learner's `progress.temps_min` of the year.
   const courseMinutes = db
     .selectFrom('lesson_progress_years as lpy')
-    .where('lpy.year', '=', filter.year)
+    .where('lpy.year', '=', detail.year)
     .where(ofMembers('lpy.membership_id'))
     .select(['lpy.membership_id', sql<number>`sum(lpy.active_minutes)::int`.as('minutes')])
     .groupBy('lpy.membership_id');
@@ -136,6 +136,15 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
     .orderBy('s.membership_id')
     .orderBy('s.answered_at', 'desc')
     .orderBy('s.id', 'desc');
+  return { logins, enrolments, courseMinutes, attempts, attendance, documents, latestSurvey };
+}
+
+function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
+  let members = membersInScope(db, filter).select(['m.id', 'a.name', 'a.email', 'm.invited_at', 'm.joined_at']);
+  if (window) members = members.limit(window.limit).offset(window.offset);
+  // Aggregates over the members' rows only; `programme` and `updated_since` never apply here.
+  const detail = { ...filter, updatedSince: null, programmeId: null };
+  const { logins, enrolments, courseMinutes, attempts, attendance, documents, latestSurvey } = yearFigures(db, detail);
 
   return sql<LearnerRow>`(
     with members as materialized (${members})

@@ -1,5 +1,5 @@
 import { findOrganisation } from '../../db/organisations';
-import { seedOrganisation } from '../../src/seed/generate';
+import { SeedRefused, seedOrganisation } from '../../src/seed/generate';
 import { type AdminCommand, positiveInteger, requiredUuid, UsageError } from '../command';
 import { ProgressBar } from '../progress-bar';
 
@@ -29,7 +29,7 @@ export const commands: AdminCommand[] = [
           onProgress: (done, rows) => bar.update(done, `${rows.toLocaleString('fr-FR')} lignes`),
         });
       } catch (error) {
-        if (error instanceof Error && /déjà été peuplée|futur/.test(error.message)) throw new UsageError(error.message);
+        if (error instanceof SeedRefused) throw new UsageError(error.message);
         throw error;
       }
       const rows = Object.values(result.rows).reduce((a, b) => a + b, 0);

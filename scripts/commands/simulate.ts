@@ -86,16 +86,29 @@ const verbatims = [
   null,
 ];
 
-/** One step for one learner, recording at most `budget` events; returns their types. */
-async function step(
-  db: DB,
-  world: World,
-  orgId: string,
-  enrolment: Enrolment,
-  budget: number,
-): Promise<{ action: string; events: string[] }> {
+type LearnerIds = { orgId: string; membershipId: string };
+type Step = { action: string; events: string[] };
+
+/**
+ * One step for one learner, recording at most `budget` events; returns their types. The learner
+ * logs in first, then reads the next lesson not yet viewed, then gets the certificate; once
+ * certified, they retake a quiz or answer another survey.
+ */
+async function step(db: DB, world: World, orgId: string, enrolment: Enrolment, budget: number): Promise<Step> {
   const ids = { orgId, membershipId: enrolment.membershipId };
-  const state = await db
+  const state = await learnerState(db, enrolment);
+  if (state.first_login_at === null) return firstLogin(db, ids);
+  const lessons = world.lessons.get(enrolment.programmeId)!;
+  const viewed = new Set(state.viewed ?? []);
+  const next = lessons.find((lesson) => !viewed.has(lesson.id));
+  if (next) return readLesson(db, world, ids, next, budget);
+  if (!state.certified) return certify(db, ids, enrolment.programmeId, budget);
+  return afterCertificate(db, world, ids, enrolment.programmeId, lessons);
+}
+
+/** Where the learner stands in the programme: their first login, the lessons viewed, the certificate. */
+function learnerState(db: DB, enrolment: Enrolment) {
+  return db
     .selectFrom('memberships as m')
     .innerJoin('accounts as a', 'a.id', 'm.account_id')
     .select([
@@ -119,75 +132,81 @@ async function step(
     ])
     .where('m.id', '=', enrolment.membershipId)
     .executeTakeFirstOrThrow();
+}
 
-  if (state.first_login_at === null) {
-    const minutes = between(10, 90);
-    const login = await recordLogin(db, {
-      ...ids,
-      startedAt: secondsAgo(minutes * 60),
-      endedAt: new Date(),
-      ip: `203.0.113.${between(1, 254)}`,
-      userAgent: pick(browsers),
-    });
-    return { action: 'connexion', events: login.activated ? ['learner.activated'] : [] };
+async function firstLogin(db: DB, ids: LearnerIds): Promise<Step> {
+  const minutes = between(10, 90);
+  const login = await recordLogin(db, {
+    ...ids,
+    startedAt: secondsAgo(minutes * 60),
+    endedAt: new Date(),
+    ip: `203.0.113.${between(1, 254)}`,
+    userAgent: pick(browsers),
+  });
+  return { action: 'connexion', events: login.activated ? ['learner.activated'] : [] };
+}
+
+/** A few minutes on the lesson up to now, after whatever the learner was reading before (one lesson at a time), then its quiz. */
+async function readLesson(db: DB, world: World, ids: LearnerIds, lesson: { id: string; hasQuiz: boolean }, budget: number): Promise<Step> {
+  const { lastCourseEnd } = await db
+    .selectFrom('activity_intervals')
+    .select((eb) => eb.fn.max('ended_at').as('lastCourseEnd'))
+    .where('membership_id', '=', ids.membershipId)
+    .where('kind', '=', 'cours')
+    .executeTakeFirstOrThrow();
+  const now = new Date();
+  const openedAt = new Date(Math.max(now.getTime() - between(3, 25) * 60_000, lastCourseEnd ? new Date(lastCourseEnd).getTime() : 0));
+  const spent = Math.max(0, Math.floor((now.getTime() - openedAt.getTime()) / 1000));
+  const opened = await openLesson(db, { ...ids, lessonId: lesson.id, openedAt, activeSeconds: spent });
+  const events = opened.courseStarted ? ['course.started'] : [];
+  if (lesson.hasQuiz && world.questions.has(lesson.id) && events.length < budget) {
+    await takeQuiz(db, world, ids, lesson.id);
+    events.push('quiz.completed');
   }
-  const lessons = world.lessons.get(enrolment.programmeId)!;
-  const viewed = new Set(state.viewed ?? []);
-  const next = lessons.find((lesson) => !viewed.has(lesson.id));
-  if (next) {
-    // A few minutes on the lesson up to now, after whatever the learner was reading before (one lesson at a time).
-    const { lastCourseEnd } = await db
-      .selectFrom('activity_intervals')
-      .select((eb) => eb.fn.max('ended_at').as('lastCourseEnd'))
-      .where('membership_id', '=', enrolment.membershipId)
-      .where('kind', '=', 'cours')
-      .executeTakeFirstOrThrow();
-    const now = new Date();
-    const openedAt = new Date(Math.max(now.getTime() - between(3, 25) * 60_000, lastCourseEnd ? new Date(lastCourseEnd).getTime() : 0));
-    const spent = Math.max(0, Math.floor((now.getTime() - openedAt.getTime()) / 1000));
-    const opened = await openLesson(db, { ...ids, lessonId: next.id, openedAt, activeSeconds: spent });
-    const events = opened.courseStarted ? ['course.started'] : [];
-    if (next.hasQuiz && world.questions.has(next.id) && events.length < budget) {
-      await takeQuiz(db, world, ids, next.id);
-      events.push('quiz.completed');
-    }
-    return { action: 'leçon', events };
+  return { action: 'leçon', events };
+}
+
+/** Every lesson viewed: the certificate, then a satisfaction survey. */
+async function certify(db: DB, ids: LearnerIds, programmeId: string, budget: number): Promise<Step> {
+  const certificate = await issueCertificate(db, { ...ids, programmeId, issuedAt: new Date() });
+  const events = certificate.issued ? ['programme.completed'] : [];
+  if (events.length < budget) {
+    await answerSurvey(db, ids, programmeId);
+    events.push('satisfaction.submitted');
   }
-  if (!state.certified) {
-    const certificate = await issueCertificate(db, { ...ids, programmeId: enrolment.programmeId, issuedAt: new Date() });
-    const events = certificate.issued ? ['programme.completed'] : [];
-    if (events.length < budget) {
-      await submitSatisfaction(db, {
-        ...ids,
-        programmeId: enrolment.programmeId,
-        rating: between(3, 5),
-        nps: between(5, 10),
-        verbatim: pick(verbatims),
-        answeredAt: new Date(),
-      });
-      events.push('satisfaction.submitted');
-    }
-    return { action: 'attestation', events };
-  }
-  // Finished: a quiz retaken (to do better), else another survey.
+  return { action: 'attestation', events };
+}
+
+/** Finished: a quiz retaken (to do better), else another survey. */
+async function afterCertificate(
+  db: DB,
+  world: World,
+  ids: LearnerIds,
+  programmeId: string,
+  lessons: { id: string; hasQuiz: boolean }[],
+): Promise<Step> {
   const quizzes = lessons.filter((lesson) => lesson.hasQuiz && world.questions.has(lesson.id));
   if (quizzes.length > 0) {
     await takeQuiz(db, world, ids, pick(quizzes).id);
     return { action: 'quiz repassé', events: ['quiz.completed'] };
   }
-  await submitSatisfaction(db, {
+  await answerSurvey(db, ids, programmeId);
+  return { action: 'enquête', events: ['satisfaction.submitted'] };
+}
+
+function answerSurvey(db: DB, ids: LearnerIds, programmeId: string) {
+  return submitSatisfaction(db, {
     ...ids,
-    programmeId: enrolment.programmeId,
+    programmeId,
     rating: between(3, 5),
     nps: between(5, 10),
     verbatim: pick(verbatims),
     answeredAt: new Date(),
   });
-  return { action: 'enquête', events: ['satisfaction.submitted'] };
 }
 
 /** Answers every question, right three times in four, one answer every 20-60 seconds until now. */
-async function takeQuiz(db: DB, world: World, ids: { orgId: string; membershipId: string }, lessonId: string) {
+async function takeQuiz(db: DB, world: World, ids: LearnerIds, lessonId: string) {
   const questions = world.questions.get(lessonId)!;
   let elapsed = 0;
   const answers = [...questions]

@@ -420,6 +420,20 @@ function timePerModuleChart(data: ActivityReportData, number: number): Content {
   );
 }
 
+/** A row across the table naming a group (a programme, a module), with its figure muted after it. */
+function headingRow(name: string, figure: string, fillColor: string, columns: number): Cell[] {
+  return spanning(
+    {
+      text: [
+        { text: name, bold: true },
+        { text: ` · ${figure}`, color: colours.muted },
+      ],
+      fillColor,
+    },
+    columns,
+  );
+}
+
 function lessonsTable(data: ActivityReportData): Content {
   const columns: Column[] = [
     { header: 'Leçon', width: '*' },
@@ -438,14 +452,10 @@ function lessonsTable(data: ActivityReportData): Content {
       module = null;
       // A programme's lessons open with its title and overall progress, then each module's title.
       rows.push(
-        spanning(
-          {
-            text: [
-              { text: row.programme, bold: true },
-              { text: ` · progression ${frenchInteger(row.pourcentage_programme)}${noBreakSpace}%`, color: colours.muted },
-            ],
-            fillColor: colours.headerFill,
-          },
+        headingRow(
+          row.programme,
+          `progression ${frenchInteger(row.pourcentage_programme)}${noBreakSpace}%`,
+          colours.headerFill,
           columns.length,
         ),
       );
@@ -453,18 +463,7 @@ function lessonsTable(data: ActivityReportData): Content {
     if (row.module !== module) {
       module = row.module;
       const minutes = moduleMinutes.get(moduleKey(row.programme_slug, row.module)) ?? 0;
-      rows.push(
-        spanning(
-          {
-            text: [
-              { text: row.module, bold: true },
-              { text: ` · ${frenchInteger(minutes)}${noBreakSpace}min`, color: colours.muted },
-            ],
-            fillColor: colours.totalFill,
-          },
-          columns.length,
-        ),
-      );
+      rows.push(headingRow(row.module, `${frenchInteger(minutes)}${noBreakSpace}min`, colours.totalFill, columns.length));
     }
     rows.push([
       { text: row.lecon, margin: [8, 0, 0, 0] },
@@ -583,62 +582,70 @@ function satisfactionSection(data: ActivityReportData, number: number): Content[
   if (data.satisfaction.length + data.tutoringRatings.length + data.lessonRatings.length === 0) {
     return [emptyBlock({ title }, empty)];
   }
-  return [
-    dataTable(
-      { title, subtitle: 'Enquêtes de satisfaction' },
-      [
-        { header: 'Répondu le', width: 52 },
-        { header: 'Programme', width: 120 },
-        { header: 'Note', width: 30, alignment: 'right' },
-        { header: 'NPS', width: 32, alignment: 'right' },
-        { header: 'Commentaire', width: '*' },
-      ],
-      data.satisfaction.map((row) => [
-        frenchDate(row.repondu_le),
-        row.programme,
-        outOf(row.note, 5),
-        outOf(row.nps, 10),
-        orMissing(row.verbatim),
-      ]),
-      empty,
-    ),
-    dataTable(
-      { subtitle: 'Avis sur les séances de tutorat' },
-      [
-        { header: 'Soumis le', width: 52 },
-        { header: 'Séance', width: 130 },
-        { header: 'Formateur', width: 70 },
-        { header: 'Séance', width: 30, alignment: 'right' },
-        { header: 'Formateur', width: 38, alignment: 'right' },
-        { header: 'Commentaire', width: '*' },
-      ],
-      data.tutoringRatings.map((row) => [
-        frenchDate(row.soumis_le),
-        { stack: [{ text: row.seance }, small(row.programme ?? 'Séance sans programme')] },
-        row.formateur,
-        outOf(row.note_seance, 5),
-        outOf(row.note_formateur, 5),
-        orMissing(row.commentaire),
-      ]),
-      empty,
-    ),
-    dataTable(
-      { subtitle: 'Avis sur les leçons' },
-      [
-        { header: 'Soumis le', width: 52 },
-        { header: 'Leçon', width: 190 },
-        { header: 'Note', width: 30, alignment: 'right' },
-        { header: 'Commentaire', width: '*' },
-      ],
-      data.lessonRatings.map((row) => [
-        frenchDate(row.soumis_le),
-        lessonCell(row.lecon, row.module, row.programme),
-        outOf(row.note, 5),
-        orMissing(row.commentaire),
-      ]),
-      empty,
-    ),
-  ];
+  return [surveysTable(data, title, empty), tutoringRatingsTable(data, empty), lessonRatingsTable(data, empty)];
+}
+
+function surveysTable(data: ActivityReportData, sectionTitle: string, empty: string): Content {
+  return dataTable(
+    { title: sectionTitle, subtitle: 'Enquêtes de satisfaction' },
+    [
+      { header: 'Répondu le', width: 52 },
+      { header: 'Programme', width: 120 },
+      { header: 'Note', width: 30, alignment: 'right' },
+      { header: 'NPS', width: 32, alignment: 'right' },
+      { header: 'Commentaire', width: '*' },
+    ],
+    data.satisfaction.map((row) => [
+      frenchDate(row.repondu_le),
+      row.programme,
+      outOf(row.note, 5),
+      outOf(row.nps, 10),
+      orMissing(row.verbatim),
+    ]),
+    empty,
+  );
+}
+
+function tutoringRatingsTable(data: ActivityReportData, empty: string): Content {
+  return dataTable(
+    { subtitle: 'Avis sur les séances de tutorat' },
+    [
+      { header: 'Soumis le', width: 52 },
+      { header: 'Séance', width: 130 },
+      { header: 'Formateur', width: 70 },
+      { header: 'Séance', width: 30, alignment: 'right' },
+      { header: 'Formateur', width: 38, alignment: 'right' },
+      { header: 'Commentaire', width: '*' },
+    ],
+    data.tutoringRatings.map((row) => [
+      frenchDate(row.soumis_le),
+      { stack: [{ text: row.seance }, small(row.programme ?? 'Séance sans programme')] },
+      row.formateur,
+      outOf(row.note_seance, 5),
+      outOf(row.note_formateur, 5),
+      orMissing(row.commentaire),
+    ]),
+    empty,
+  );
+}
+
+function lessonRatingsTable(data: ActivityReportData, empty: string): Content {
+  return dataTable(
+    { subtitle: 'Avis sur les leçons' },
+    [
+      { header: 'Soumis le', width: 52 },
+      { header: 'Leçon', width: 190 },
+      { header: 'Note', width: 30, alignment: 'right' },
+      { header: 'Commentaire', width: '*' },
+    ],
+    data.lessonRatings.map((row) => [
+      frenchDate(row.soumis_le),
+      lessonCell(row.lecon, row.module, row.programme),
+      outOf(row.note, 5),
+      orMissing(row.commentaire),
+    ]),
+    empty,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ export function createRenderPool(size = defaultRenderWorkers()): RenderPool {
       const job = slot.job;
       if (!job || job.id !== response.id) return;
       finish(slot);
-      if ('error' in response) job.reject(new Error(`rendu du rapport PDF impossible : ${response.error}`));
+      if ('error' in response) job.reject(new Error(`PDF report render failed: ${response.error}`));
       else job.resolve(Buffer.from(response.pdf.buffer, response.pdf.byteOffset, response.pdf.byteLength));
     });
     // A worker that dies takes its job with it; the next job starts a fresh one.
@@ -61,7 +61,7 @@ export function createRenderPool(size = defaultRenderWorkers()): RenderPool {
     };
     slot.worker.on('error', fail);
     slot.worker.on('exit', (code) => {
-      if (slots.includes(slot)) fail(new Error(`le processus de rendu PDF s’est arrêté (code ${code})`));
+      if (slots.includes(slot)) fail(new Error(`PDF render worker exited (code ${code})`));
     });
     slots.push(slot);
     return slot;
@@ -87,7 +87,7 @@ export function createRenderPool(size = defaultRenderWorkers()): RenderPool {
 
   return {
     renderActivityReport(data) {
-      if (closed) return Promise.reject(new Error('le rendu PDF est arrêté'));
+      if (closed) return Promise.reject(new Error('PDF render pool closed'));
       return new Promise<Buffer>((resolve, reject) => {
         queue.push({ id: nextId++, data, resolve, reject });
         dispatch();
@@ -98,9 +98,9 @@ export function createRenderPool(size = defaultRenderWorkers()): RenderPool {
     },
     async close() {
       closed = true;
-      for (const job of queue.splice(0)) job.reject(new Error('le rendu PDF est arrêté'));
+      for (const job of queue.splice(0)) job.reject(new Error('PDF render pool closed'));
       const stopping = slots.splice(0);
-      for (const slot of stopping) slot.job?.reject(new Error('le rendu PDF est arrêté'));
+      for (const slot of stopping) slot.job?.reject(new Error('PDF render pool closed'));
       await Promise.all(stopping.map((slot) => slot.worker.terminate()));
     },
   };

@@ -4,7 +4,7 @@ import { findOrganisation } from '../../db/organisations';
 import { currentParisYear, formatParisDate } from '../../db/paris-time';
 import { RowBuffer, writeBatch } from './bulk-insert';
 import { ParisCalendar } from './calendar';
-import { type ProgrammeTemplate, programmeTemplates, trainerNames } from './catalogue';
+import { type ModuleTemplate, type ProgrammeTemplate, programmeTemplates, trainerNames } from './catalogue';
 import { hashText, Random } from './random';
 import { type Pace, type ProgrammePlan, plannedProgrammes, type Story, storyOf } from './stories';
 import * as words from './vocabulary';
@@ -230,9 +230,8 @@ function buffers() {
 }
 type Buffers = ReturnType<typeof buffers>;
 
-/** Writes the organisation's catalogue: programmes, courses, modules, lessons and quiz questions. */
-async function writeCatalogue(db: DB, orgId: string, ids: Random, random: Random): Promise<Programme[]> {
-  const tables = {
+function catalogueBuffers() {
+  return {
     programmes: new RowBuffer('programmes', { id: 'uuid', org_id: 'uuid', slug: 'text', title: 'text' }),
     courses: new RowBuffer('courses', { id: 'uuid', org_id: 'uuid', programme_id: 'uuid', position: 'int', title: 'text' }),
     modules: new RowBuffer('modules', {
@@ -266,65 +265,85 @@ async function writeCatalogue(db: DB, orgId: string, ids: Random, random: Random
       correct_option: 'text',
     }),
   };
+}
+
+/** What writing the catalogue needs at each level: its buffers, the organisation, and the two random streams. */
+interface CatalogueWriter {
+  tables: ReturnType<typeof catalogueBuffers>;
+  orgId: string;
+  ids: Random;
+  random: Random;
+}
+
+/** Writes the organisation's catalogue: programmes, courses, modules, lessons and quiz questions. */
+async function writeCatalogue(db: DB, orgId: string, ids: Random, random: Random): Promise<Programme[]> {
+  const writer: CatalogueWriter = { tables: catalogueBuffers(), orgId, ids, random };
   const programmes = programmeTemplates.map((template, index) => {
     const programme: Programme = { id: ids.uuid(), index, slug: template.slug, template, lessons: [], moduleTopics: [] };
-    tables.programmes.add(programme.id, orgId, template.slug, template.title);
+    writer.tables.programmes.add(programme.id, orgId, template.slug, template.title);
     let modulePosition = 0;
     template.courses.forEach((course, courseIndex) => {
       const courseId = ids.uuid();
-      tables.courses.add(courseId, orgId, programme.id, courseIndex + 1, course.title);
-      for (const module of course.modules) {
-        const moduleId = ids.uuid();
-        modulePosition++;
-        tables.modules.add(moduleId, orgId, programme.id, courseId, modulePosition, module.title);
-        const topic = module.title.replace(/^Module \d+ — /, '');
-        programme.moduleTopics.push(topic);
-        const titles = [
-          ...module.lessons.map((title) => ({ title, kind: 'lesson' })),
-          { title: `Quiz — ${topic}`, kind: 'quiz' },
-          { title: `Bilan du module ${modulePosition}`, kind: 'milestone' },
-        ];
-        titles.forEach(({ title, kind }, lessonIndex) => {
-          const lesson: Lesson = {
-            id: ids.uuid(),
-            index: programme.lessons.length,
-            estimatedMinutes: kind === 'lesson' ? random.int(8, 25) : kind === 'quiz' ? 10 : 5,
-            hasQuiz: kind === 'quiz',
-            isMilestone: kind === 'milestone',
-            passScore: 70,
-            questions: [],
-            options: [],
-          };
-          tables.lessons.add(
-            lesson.id,
-            orgId,
-            programme.id,
-            moduleId,
-            lessonIndex + 1,
-            `${template.slug}-m${modulePosition}-l${lessonIndex + 1}`,
-            title,
-            lesson.estimatedMinutes,
-            lesson.hasQuiz,
-            lesson.isMilestone,
-            lesson.passScore,
-          );
-          if (lesson.hasQuiz) {
-            random.sample(template.questions, Math.min(template.questions.length, random.int(5, 8))).forEach((question, questionIndex) => {
-              const options = random.sample(question.options, question.options.length);
-              const id = ids.uuid();
-              tables.quiz_questions.add(id, orgId, lesson.id, questionIndex + 1, question.wording, options, question.correct);
-              lesson.questions.push({ id, position: questionIndex + 1, correct: question.correct });
-              lesson.options.push(options);
-            });
-          }
-          programme.lessons.push(lesson);
-        });
-      }
+      writer.tables.courses.add(courseId, orgId, programme.id, courseIndex + 1, course.title);
+      for (const module of course.modules) writeModule(writer, programme, courseId, module, ++modulePosition);
     });
     return programme;
   });
-  for (const table of Object.values(tables)) await table.flush(db);
+  for (const table of Object.values(writer.tables)) await table.flush(db);
   return programmes;
+}
+
+/** A module (numbered across the programme): its lessons, then its quiz lesson and its milestone review. */
+function writeModule(writer: CatalogueWriter, programme: Programme, courseId: string, module: ModuleTemplate, position: number): void {
+  const moduleId = writer.ids.uuid();
+  writer.tables.modules.add(moduleId, writer.orgId, programme.id, courseId, position, module.title);
+  const topic = module.title.replace(/^Module \d+ — /, '');
+  programme.moduleTopics.push(topic);
+  const titles = [
+    ...module.lessons.map((title) => ({ title, kind: 'lesson' as const })),
+    { title: `Quiz — ${topic}`, kind: 'quiz' as const },
+    { title: `Bilan du module ${position}`, kind: 'milestone' as const },
+  ];
+  titles.forEach(({ title, kind }, lessonIndex) => {
+    const { ids, random, tables } = writer;
+    const lesson: Lesson = {
+      id: ids.uuid(),
+      index: programme.lessons.length,
+      estimatedMinutes: kind === 'lesson' ? random.int(8, 25) : kind === 'quiz' ? 10 : 5,
+      hasQuiz: kind === 'quiz',
+      isMilestone: kind === 'milestone',
+      passScore: 70,
+      questions: [],
+      options: [],
+    };
+    tables.lessons.add(
+      lesson.id,
+      writer.orgId,
+      programme.id,
+      moduleId,
+      lessonIndex + 1,
+      `${programme.slug}-m${position}-l${lessonIndex + 1}`,
+      title,
+      lesson.estimatedMinutes,
+      lesson.hasQuiz,
+      lesson.isMilestone,
+      lesson.passScore,
+    );
+    if (lesson.hasQuiz) writeQuizQuestions(writer, programme.template, lesson);
+    programme.lessons.push(lesson);
+  });
+}
+
+/** Five to eight questions drawn from the programme's bank, each with its options in a random order. */
+function writeQuizQuestions(writer: CatalogueWriter, template: ProgrammeTemplate, lesson: Lesson): void {
+  const { ids, random } = writer;
+  random.sample(template.questions, Math.min(template.questions.length, random.int(5, 8))).forEach((question, questionIndex) => {
+    const options = random.sample(question.options, question.options.length);
+    const id = ids.uuid();
+    writer.tables.quiz_questions.add(id, writer.orgId, lesson.id, questionIndex + 1, question.wording, options, question.correct);
+    lesson.questions.push({ id, position: questionIndex + 1, correct: question.correct });
+    lesson.options.push(options);
+  });
 }
 
 interface Identity {
@@ -402,6 +421,35 @@ interface Course {
   pendingQuiz: number | null;
 }
 
+/** One sitting at the computer: its day, its first minute, and the minutes it must end by. */
+interface Sitting {
+  day: number;
+  /** A New Year's Eve sitting that runs past midnight (minutes beyond 24 h). */
+  pastMidnight: boolean;
+  start: number;
+  /** The last minute a reading may end. */
+  readingLimit: number;
+  /** The last minute a quiz may finish. */
+  quizLimit: number;
+}
+
+/** A learner's membership as drawn: its state, its dates, and how long the learner may study. */
+interface Membership {
+  status: 'actif' | 'invité' | 'suspendu';
+  /** The programmes of a story told on purpose; null for an ordinary learner. */
+  storyPlans: ProgrammePlan<Programme>[] | null;
+  joinDay: number;
+  invitedAt: Date | null;
+  joinedAt: Date | null;
+  /** The membership's first date: the invitation, else the join. */
+  since: Date;
+  suspendedDay: number | null;
+  /** Whether the learner studies at all (never when only invited, and a few who joined never do). */
+  active: boolean;
+  /** Study happens on whole days before this one: the suspension, if any, else the data's end. */
+  activityEnd: number;
+}
+
 /** What one learner does, from enrolment to today: every row of theirs goes to the buffers. */
 class LearnerSimulation {
   private readonly studyDays = new Set<number>();
@@ -416,9 +464,25 @@ class LearnerSimulation {
     private readonly r: Random,
   ) {}
 
+  /** The learner joins, enrols in a few programmes and follows each; then their account as the story left it. Draw order is fixed: same seed, same data. */
   run(): void {
-    const { r, world, person } = this;
-    const { calendar, out, orgId } = world;
+    const membership = this.joinOrganisation();
+    const plans = this.choosePlans(membership);
+    const tutored =
+      this.story === 'ordinary'
+        ? plans.some((p) => p.programme.template.tutored) && this.r.chance(0.35)
+        : plans.some((p) => p.programme.template.tutored);
+    this.traits = this.drawTraits();
+    plans.forEach((plan, order) => {
+      this.followProgramme(plan, order, membership, tutored);
+    });
+    this.recordAccount(membership, tutored);
+  }
+
+  /** The membership's state and dates: invited, joined, perhaps suspended; a story sets the join day. */
+  private joinOrganisation(): Membership {
+    const { r, world } = this;
+    const { calendar } = world;
     const lastDay = calendar.days - 1;
     const ordinary = this.story === 'ordinary';
     const status = ordinary
@@ -444,14 +508,27 @@ class LearnerSimulation {
     const joinMinute = inviteDay === joinDay ? Math.min(22 * 60, inviteMinute + r.int(5, 240)) : r.int(8 * 60, 20 * 60);
     const invitedAt = inviteDay === null ? null : calendar.at(inviteDay, inviteMinute);
     const joinedAt = status === 'invité' ? null : calendar.at(joinDay, joinMinute);
-    const since = (invitedAt ?? joinedAt)!;
     const suspendedDay = status === 'suspendu' ? Math.min(lastDay, joinDay + r.int(20, 300)) : null;
     const active = status !== 'invité' && !(ordinary && status === 'actif' && r.chance(0.04));
-    // Study happens on whole days before the suspension, if any.
-    const activityEnd = suspendedDay ?? calendar.days;
+    return {
+      status,
+      storyPlans,
+      joinDay,
+      invitedAt,
+      joinedAt,
+      since: (invitedAt ?? joinedAt)!,
+      suspendedDay,
+      active,
+      activityEnd: suspendedDay ?? calendar.days,
+    };
+  }
 
-    const plans: ProgrammePlan<Programme>[] =
-      storyPlans ??
+  /** The programmes the learner enrols in: the story's, else one to three by popularity, the first on the join day. */
+  private choosePlans(membership: Membership): ProgrammePlan<Programme>[] {
+    const { r, world } = this;
+    const { joinDay, activityEnd } = membership;
+    return (
+      membership.storyPlans ??
       r
         .sample(
           world.programmes.flatMap((p) => Array.from({ length: p.template.popularity }, () => p)),
@@ -471,11 +548,15 @@ class LearnerSimulation {
           startDay: order === 0 ? joinDay : joinDay + r.int(15, 200),
           until: activityEnd,
           pace: null,
-        }));
-    const tutored = ordinary
-      ? plans.some((p) => p.programme.template.tutored) && r.chance(0.35)
-      : plans.some((p) => p.programme.template.tutored);
-    this.traits = {
+        }))
+    );
+  }
+
+  /** How the learner studies (see Traits), and their devices and addresses. */
+  private drawTraits(): Traits {
+    const { r } = this;
+    const ordinary = this.story === 'ordinary';
+    return {
       gap: r.pick([1, 2, 3, 4, 6, 9]),
       skill: 0.45 + r.next() * 0.5,
       dropRate: ordinary ? r.pick([0.003, 0.008, 0.015, 0.04]) : 0.003,
@@ -483,34 +564,49 @@ class LearnerSimulation {
       agents: r.sample(words.userAgents, r.int(1, 2)).map((agent) => (r.chance(0.02) ? null : agent)),
       ips: Array.from({ length: r.int(1, 3) }, () => this.ip()),
     };
+  }
 
-    plans.forEach((plan, order) => {
-      const { programme, startDay } = plan;
-      if (order > 0 && (startDay >= activityEnd - 7 || status === 'invité')) return;
-      const enrolledAt = order === 0 ? since : calendar.at(startDay, r.int(8 * 60, 19 * 60));
-      out.programme_enrolments.add(world.ids.uuid(), orgId, person.membershipId, programme.id, enrolledAt);
-      if (status === 'invité') return;
-      const pifDay = startDay + r.int(0, 2);
-      if (pifDay <= lastDay) {
-        const estimated = programme.lessons.reduce((sum, lesson) => sum + lesson.estimatedMinutes, 0) / 60;
-        out.documents.add(
-          world.ids.uuid(),
-          orgId,
-          person.membershipId,
-          programme.id,
-          'PIF',
-          calendar.at(pifDay, r.int(8 * 60, 19 * 60)),
-          Math.round(estimated * 2) / 2,
-          null,
-        );
-      }
-      if (!active) return;
-      const until = Math.min(plan.until, activityEnd);
-      const studiedUntil = this.study(programme, plan.pace ?? this.ordinaryPace(startDay), until);
-      if (tutored && programme.template.tutored) this.tutoring(programme, startDay, Math.min(studiedUntil + 1, until));
-    });
+  /** One programme of the learner: the enrolment, the PIF, then (an active learner) study and tutoring. */
+  private followProgramme(plan: ProgrammePlan<Programme>, order: number, membership: Membership, tutored: boolean): void {
+    const { r, world, person } = this;
+    const { programme, startDay } = plan;
+    const { status, activityEnd } = membership;
+    if (order > 0 && (startDay >= activityEnd - 7 || status === 'invité')) return;
+    const enrolledAt = order === 0 ? membership.since : world.calendar.at(startDay, r.int(8 * 60, 19 * 60));
+    world.out.programme_enrolments.add(world.ids.uuid(), world.orgId, person.membershipId, programme.id, enrolledAt);
+    if (status === 'invité') return;
+    this.issuePif(programme, startDay);
+    if (!membership.active) return;
+    const until = Math.min(plan.until, activityEnd);
+    const studiedUntil = this.study(programme, plan.pace ?? this.ordinaryPace(startDay), until);
+    if (tutored && programme.template.tutored) this.tutoring(programme, startDay, Math.min(studiedUntil + 1, until));
+  }
 
-    // The learner's account and licence, in the state their story left them in.
+  /** The PIF (individual training plan) of a programme, within days of its start, with its estimated hours. */
+  private issuePif(programme: Programme, startDay: number): void {
+    const { r, world, person } = this;
+    const { calendar } = world;
+    const pifDay = startDay + r.int(0, 2);
+    if (pifDay > calendar.days - 1) return;
+    const estimated = programme.lessons.reduce((sum, lesson) => sum + lesson.estimatedMinutes, 0) / 60;
+    world.out.documents.add(
+      world.ids.uuid(),
+      world.orgId,
+      person.membershipId,
+      programme.id,
+      'PIF',
+      calendar.at(pifDay, r.int(8 * 60, 19 * 60)),
+      Math.round(estimated * 2) / 2,
+      null,
+    );
+  }
+
+  /** The learner's logins, account, membership and licence, in the state their story left them in. */
+  private recordAccount(membership: Membership, tutored: boolean): void {
+    const { r, world, person } = this;
+    const { calendar, out, orgId } = world;
+    const { status, since, suspendedDay } = membership;
+    const lastDay = calendar.days - 1;
     this.logins.sort((a, b) => a.start.getTime() - b.start.getTime());
     const firstLogin = this.logins[0]?.start ?? null;
     const last = this.logins[this.logins.length - 1];
@@ -519,7 +615,7 @@ class LearnerSimulation {
     for (const login of this.logins) out.logins.add(orgId, person.membershipId, login.start, login.end, login.ip, login.agent);
     const name = status === 'invité' && r.chance(0.8) ? null : person.name;
     out.accounts.add(person.accountId, person.email, name, since, firstLogin);
-    out.memberships.add(person.membershipId, orgId, person.accountId, status, invitedAt, joinedAt, since);
+    out.memberships.add(person.membershipId, orgId, person.accountId, status, membership.invitedAt, membership.joinedAt, since);
     const licenceStatus = status === 'suspendu' ? 'révoquée' : firstLogin ? 'activée' : 'attribuée';
     out.licences.add(
       orgId,
@@ -614,10 +710,24 @@ class LearnerSimulation {
    * sitting often starts late in the evening and runs past midnight (minutes beyond 24 h).
    */
   private studySession(course: Course, day: number, visits: number, until: number): number {
-    const { r, world, person, traits } = this;
-    const { calendar, out, orgId } = world;
-    const { programme } = course;
-    const lessons = programme.lessons;
+    const { r } = this;
+    const sitting = this.planSitting(day);
+    let t = sitting.start;
+    for (let visited = 0; visited < visits && t < sitting.readingLimit - 90; visited++) {
+      const next = this.visitLesson(course, sitting, t, visited === 0);
+      if (next === null) break;
+      t = next;
+    }
+    const end = Math.min(sitting.quizLimit, this.useAiLab(course.programme, sitting, t) + r.int(0, 5));
+    this.login(day, Math.max(0, sitting.start - r.int(0, 3)), end);
+    this.perhapsQuickLogin(day + 1, until);
+    return end;
+  }
+
+  /** When a sitting starts (morning, lunch, afternoon or evening; late on New Year's Eve) and the minutes it must end by. */
+  private planSitting(day: number): Sitting {
+    const { r } = this;
+    const { calendar } = this.world;
     const pastMidnight = calendar.isNewYearsEve(day) && day + 1 < calendar.days && r.chance(this.story === 'ordinary' ? 0.5 : 1);
     const start = pastMidnight
       ? 23 * 60 + r.int(20, 40)
@@ -627,160 +737,214 @@ class LearnerSimulation {
           [r.int(14 * 60, 17 * 60 + 30), 30],
           [r.int(18 * 60, 20 * 60 + 30), 20],
         ] as const);
-    // The last minute a reading may end and a quiz may finish.
     const [readingLimit, quizLimit] = pastMidnight ? [24 * 60 + 75, 24 * 60 + 90] : [23 * 60 + 30, dayEnd];
-    let t = start;
-    for (let visited = 0; visited < visits && t < readingLimit - 90; visited++) {
-      const index: number = course.pendingQuiz ?? (r.chance(0.15) && course.next > 0 ? r.int(0, course.next - 1) : course.next);
-      if (index >= lessons.length) break;
-      const lesson = lessons[index]!;
-      const state = course.lessons[index]!;
-      // Past midnight, the first reading is long enough to cross it.
-      const reading = Math.max(
-        pastMidnight && visited === 0 ? 24 * 60 - t + r.int(8, 25) : 3,
-        Math.round(lesson.estimatedMinutes * (0.6 + r.next() * 1.2)),
-      );
-      // Reading comes in one to five stretches of activity with idle pauses between them.
-      const stretches = reading >= 8 ? r.int(1, Math.min(5, Math.floor(reading / 4))) : 1;
-      const pieces: [number, number][] = [];
-      let clock = t;
-      for (let piece = 0, left = reading; piece < stretches; piece++) {
-        const length = piece === stretches - 1 ? left : Math.max(2, Math.round((left / (stretches - piece)) * (0.6 + r.next() * 0.8)));
-        pieces.push([clock, clock + length]);
-        left -= length;
-        clock += length + (piece < stretches - 1 ? r.int(1, 4) : 0);
-      }
-      if (clock > readingLimit) break;
-      const visitStart = calendar.at(day, t);
-      state.visits++;
-      state.first ??= visitStart;
-      state.last = visitStart;
-      if (!state.viewed && r.chance(0.93)) {
-        state.viewed = true;
-        state.viewedAt = visitStart;
-      }
-      if (lesson.hasQuiz && state.viewed && state.best < lesson.passScore && state.attempts < 4) {
-        course.pendingQuiz = null;
-        // Attempts at the end of the visit; a failed one is retried at once, or at the next session.
-        for (;;) {
-          const questions = lesson.questions.length;
-          if (clock + questions + 1 > quizLimit) break;
-          const attemptNo = ++state.attempts;
-          const startOfQuiz = clock;
-          clock += questions + 1;
-          const attemptId = world.ids.uuid();
-          let correct = 0;
-          lesson.questions.forEach((question, q) => {
-            const right = r.chance(Math.min(0.97, traits.skill + 0.08 * (attemptNo - 1)));
-            if (right) correct++;
-            const options = lesson.options[q]!;
-            const chosen = right ? question.correct : r.pick(options.filter((o) => o !== question.correct));
-            out.quiz_answers.add(
-              orgId,
-              attemptId,
-              question.id,
-              question.position,
-              chosen,
-              right,
-              calendar.at(day, startOfQuiz + q + 1),
-              person.membershipId,
-              programme.id,
-              attemptNo,
-              calendar.dateAt(day, clock),
-            );
-          });
-          const score = questions === 0 ? 100 : Math.round((100 * correct) / questions);
-          const passed = score >= lesson.passScore;
-          out.quiz_attempts.add(
-            attemptId,
-            orgId,
-            person.membershipId,
-            programme.id,
-            lesson.id,
-            attemptNo,
-            score,
-            passed,
-            calendar.at(day, clock),
-          );
-          state.best = Math.max(state.best, score);
-          if (passed || state.attempts >= 4) break;
-          if (!r.chance(0.5)) {
-            course.pendingQuiz = index;
-            break;
-          }
-          clock += r.int(1, 4);
-        }
-      } else if (course.pendingQuiz === index) {
-        course.pendingQuiz = null;
-      }
-      if (lesson.isMilestone && state.viewed && !state.rated && r.chance(0.45)) {
-        state.rated = true;
-        out.lesson_ratings.add(
-          world.ids.uuid(),
-          orgId,
-          person.membershipId,
-          programme.id,
-          lesson.id,
-          r.weighted([
-            [5, 40],
-            [4, 38],
-            [3, 15],
-            [2, 5],
-            [1, 2],
-          ] as const),
-          r.chance(0.3) ? r.pick(words.lessonComments) : null,
-          calendar.at(day, clock),
-        );
-      }
-      // The quiz, if any, continues the last stretch; the first stretch opens the visit.
-      pieces[pieces.length - 1]![1] = clock;
-      pieces.forEach(([from, to], piece) => {
-        state.seconds += (to - from) * 60;
-        out.activity_intervals.add(
-          orgId,
-          person.membershipId,
-          'cours',
-          calendar.at(day, from),
-          calendar.at(day, to),
-          programme.id,
-          lesson.id,
-          null,
-          piece === 0,
-        );
-      });
-      while (course.next < lessons.length && course.lessons[course.next]!.viewed) course.next++;
-      t = clock + r.int(0, 4);
+    return { day, pastMidnight, start, readingLimit, quizLimit };
+  }
+
+  /**
+   * One lesson visit from minute `t`: the reading, the quiz at its end, perhaps the milestone's
+   * rating, and the course time; returns the minute the next visit may start, or null when the
+   * sitting stops here (no lesson left, or the reading would end past the limit).
+   */
+  private visitLesson(course: Course, sitting: Sitting, t: number, firstOfSitting: boolean): number | null {
+    const { r } = this;
+    const lessons = course.programme.lessons;
+    // The quiz left to retake first, else mostly the next lesson, now and then one seen before.
+    const index: number = course.pendingQuiz ?? (r.chance(0.15) && course.next > 0 ? r.int(0, course.next - 1) : course.next);
+    if (index >= lessons.length) return null;
+    const { pieces, end: readingEnd } = this.readLesson(lessons[index]!, sitting, t, firstOfSitting);
+    if (readingEnd > sitting.readingLimit) return null;
+    const state = course.lessons[index]!;
+    const visitStart = this.world.calendar.at(sitting.day, t);
+    state.visits++;
+    state.first ??= visitStart;
+    state.last = visitStart;
+    if (!state.viewed && r.chance(0.93)) {
+      state.viewed = true;
+      state.viewedAt = visitStart;
     }
-    let end = t;
-    // The AI lab, opened during the course: its interval overlaps the course ones (and on New
-    // Year's Eve stays open past midnight).
-    if (traits.labUser && (pastMidnight || r.chance(0.4)) && t > start) {
-      const labStart = r.int(start, Math.max(start, t - 3));
-      const labEnd = pastMidnight
-        ? Math.max(labStart + 5, Math.min(quizLimit - 2, 24 * 60 + r.int(5, 30)))
-        : Math.min(dayEnd - 2, labStart + r.int(5, 45));
-      out.activity_intervals.add(
+    const clock = this.takeQuiz(course, index, sitting, readingEnd);
+    this.rateMilestone(course, index, sitting.day, clock);
+    this.recordCourseTime(course, index, sitting.day, pieces, clock);
+    while (course.next < lessons.length && course.lessons[course.next]!.viewed) course.next++;
+    return clock + r.int(0, 4);
+  }
+
+  /**
+   * The reading of a lesson from minute `t`: one to five stretches of activity with idle pauses
+   * between them. Past midnight, the sitting's first reading is long enough to cross it.
+   */
+  private readLesson(lesson: Lesson, sitting: Sitting, t: number, firstOfSitting: boolean): { pieces: [number, number][]; end: number } {
+    const { r } = this;
+    const reading = Math.max(
+      sitting.pastMidnight && firstOfSitting ? 24 * 60 - t + r.int(8, 25) : 3,
+      Math.round(lesson.estimatedMinutes * (0.6 + r.next() * 1.2)),
+    );
+    const stretches = reading >= 8 ? r.int(1, Math.min(5, Math.floor(reading / 4))) : 1;
+    const pieces: [number, number][] = [];
+    let clock = t;
+    for (let piece = 0, left = reading; piece < stretches; piece++) {
+      const length = piece === stretches - 1 ? left : Math.max(2, Math.round((left / (stretches - piece)) * (0.6 + r.next() * 0.8)));
+      pieces.push([clock, clock + length]);
+      left -= length;
+      clock += length + (piece < stretches - 1 ? r.int(1, 4) : 0);
+    }
+    return { pieces, end: clock };
+  }
+
+  /**
+   * The quiz at the end of a visit, when the lesson has one not yet passed (four attempts at most):
+   * a failed attempt is retried at once, or left for the next sitting. Returns the minute the
+   * visit's quizzing ends (`clock` when there is none).
+   */
+  private takeQuiz(course: Course, index: number, sitting: Sitting, clock: number): number {
+    const { r } = this;
+    const lesson = course.programme.lessons[index]!;
+    const state = course.lessons[index]!;
+    if (!(lesson.hasQuiz && state.viewed && state.best < lesson.passScore && state.attempts < 4)) {
+      if (course.pendingQuiz === index) course.pendingQuiz = null;
+      return clock;
+    }
+    course.pendingQuiz = null;
+    for (;;) {
+      const questions = lesson.questions.length;
+      if (clock + questions + 1 > sitting.quizLimit) break;
+      const attemptNo = ++state.attempts;
+      const startOfQuiz = clock;
+      clock += questions + 1;
+      const score = this.quizAttempt(course.programme, lesson, sitting.day, attemptNo, startOfQuiz, clock);
+      state.best = Math.max(state.best, score);
+      if (score >= lesson.passScore || state.attempts >= 4) break;
+      if (!r.chance(0.5)) {
+        course.pendingQuiz = index;
+        break;
+      }
+      clock += r.int(1, 4);
+    }
+    return clock;
+  }
+
+  /** One attempt from minute `start` to `end`: an answer a minute (right more often at each attempt), then the score; returns it. */
+  private quizAttempt(programme: Programme, lesson: Lesson, day: number, attemptNo: number, start: number, end: number): number {
+    const { r, world, person, traits } = this;
+    const { calendar, out, orgId } = world;
+    const attemptId = world.ids.uuid();
+    let correct = 0;
+    lesson.questions.forEach((question, q) => {
+      const right = r.chance(Math.min(0.97, traits.skill + 0.08 * (attemptNo - 1)));
+      if (right) correct++;
+      const options = lesson.options[q]!;
+      const chosen = right ? question.correct : r.pick(options.filter((o) => o !== question.correct));
+      out.quiz_answers.add(
         orgId,
+        attemptId,
+        question.id,
+        question.position,
+        chosen,
+        right,
+        calendar.at(day, start + q + 1),
         person.membershipId,
-        'labia',
-        calendar.at(day, labStart),
-        calendar.at(day, labEnd),
         programme.id,
-        null,
-        null,
-        false,
+        attemptNo,
+        calendar.dateAt(day, end),
       );
-      end = Math.max(end, labEnd);
-    }
-    end = Math.min(quizLimit, end + r.int(0, 5));
-    this.login(day, Math.max(0, start - r.int(0, 3)), end);
-    // A short visit without study now and then (checking a date, a document).
-    if (r.chance(0.3) && day + 1 < until && !this.studyDays.has(day + 1)) {
-      this.studyDays.add(day + 1);
-      const quick = r.int(8 * 60, 21 * 60);
-      this.login(day + 1, quick, quick + r.int(1, 8));
-    }
-    return end;
+    });
+    const questions = lesson.questions.length;
+    const score = questions === 0 ? 100 : Math.round((100 * correct) / questions);
+    out.quiz_attempts.add(
+      attemptId,
+      orgId,
+      person.membershipId,
+      programme.id,
+      lesson.id,
+      attemptNo,
+      score,
+      score >= lesson.passScore,
+      calendar.at(day, end),
+    );
+    return score;
+  }
+
+  /** A milestone lesson, once viewed, is rated now and then (once at most), at the end of the visit. */
+  private rateMilestone(course: Course, index: number, day: number, minute: number): void {
+    const { r, world, person } = this;
+    const lesson = course.programme.lessons[index]!;
+    const state = course.lessons[index]!;
+    if (!(lesson.isMilestone && state.viewed && !state.rated && r.chance(0.45))) return;
+    state.rated = true;
+    world.out.lesson_ratings.add(
+      world.ids.uuid(),
+      world.orgId,
+      person.membershipId,
+      course.programme.id,
+      lesson.id,
+      r.weighted([
+        [5, 40],
+        [4, 38],
+        [3, 15],
+        [2, 5],
+        [1, 2],
+      ] as const),
+      r.chance(0.3) ? r.pick(words.lessonComments) : null,
+      world.calendar.at(day, minute),
+    );
+  }
+
+  /** The course intervals of a visit: its reading stretches, the last one running on to `end` (the quiz); the first opens the visit. */
+  private recordCourseTime(course: Course, index: number, day: number, pieces: [number, number][], end: number): void {
+    const { world, person } = this;
+    const state = course.lessons[index]!;
+    pieces[pieces.length - 1]![1] = end;
+    pieces.forEach(([from, to], piece) => {
+      state.seconds += (to - from) * 60;
+      world.out.activity_intervals.add(
+        world.orgId,
+        person.membershipId,
+        'cours',
+        world.calendar.at(day, from),
+        world.calendar.at(day, to),
+        course.programme.id,
+        course.programme.lessons[index]!.id,
+        null,
+        piece === 0,
+      );
+    });
+  }
+
+  /**
+   * The AI lab, opened now and then during the sitting's course time (always past midnight): its
+   * interval overlaps the course ones, and on New Year's Eve stays open past midnight. Returns the
+   * minute the sitting's activity ends, the lab's end when later than `t`.
+   */
+  private useAiLab(programme: Programme, sitting: Sitting, t: number): number {
+    const { r, world, person, traits } = this;
+    const { start, pastMidnight } = sitting;
+    if (!(traits.labUser && (pastMidnight || r.chance(0.4)) && t > start)) return t;
+    const labStart = r.int(start, Math.max(start, t - 3));
+    const labEnd = pastMidnight
+      ? Math.max(labStart + 5, Math.min(sitting.quizLimit - 2, 24 * 60 + r.int(5, 30)))
+      : Math.min(dayEnd - 2, labStart + r.int(5, 45));
+    world.out.activity_intervals.add(
+      world.orgId,
+      person.membershipId,
+      'labia',
+      world.calendar.at(sitting.day, labStart),
+      world.calendar.at(sitting.day, labEnd),
+      programme.id,
+      null,
+      null,
+      false,
+    );
+    return Math.max(t, labEnd);
+  }
+
+  /** Now and then a short login without study on `day` (checking a date, a document), when it is free and before `until`. */
+  private perhapsQuickLogin(day: number, until: number): void {
+    const { r } = this;
+    if (!(r.chance(0.3) && day < until && !this.studyDays.has(day))) return;
+    this.studyDays.add(day);
+    const quick = r.int(8 * 60, 21 * 60);
+    this.login(day, quick, quick + r.int(1, 8));
   }
 
   private lessonProgress(course: Course): void {
@@ -901,33 +1065,37 @@ class LearnerSimulation {
       false,
     );
     if (!this.studyDays.has(day)) this.login(day, minute + late - r.int(0, 3), minute + late + connected + r.int(0, 3));
-    if (r.chance(0.5)) {
-      const legacy = day < world.legacyUntilDay;
-      out.tutoring_ratings.add(
-        world.ids.uuid(),
-        orgId,
-        person.membershipId,
-        sessionId,
-        legacy
-          ? null
-          : r.weighted([
-              [5, 45],
-              [4, 35],
-              [3, 14],
-              [2, 4],
-              [1, 2],
-            ] as const),
-        r.weighted([
-          [5, 50],
-          [4, 33],
-          [3, 12],
-          [2, 3],
-          [1, 2],
-        ] as const),
-        r.chance(0.35) ? r.pick(words.tutoringComments) : null,
-        calendar.at(day, Math.max(minute + planned + 5, Math.min(dayEnd, minute + planned + r.int(5, 240)))),
-      );
-    }
+    if (r.chance(0.5)) this.rateWorkshop(sessionId, day, minute + planned);
+  }
+
+  /** A rating of the workshop ended at `endMinute`, within hours; legacy imports have no session rating. */
+  private rateWorkshop(sessionId: string, day: number, endMinute: number): void {
+    const { r, world, person } = this;
+    const legacy = day < world.legacyUntilDay;
+    world.out.tutoring_ratings.add(
+      world.ids.uuid(),
+      world.orgId,
+      person.membershipId,
+      sessionId,
+      legacy
+        ? null
+        : r.weighted([
+            [5, 45],
+            [4, 35],
+            [3, 14],
+            [2, 4],
+            [1, 2],
+          ] as const),
+      r.weighted([
+        [5, 50],
+        [4, 33],
+        [3, 12],
+        [2, 3],
+        [1, 2],
+      ] as const),
+      r.chance(0.35) ? r.pick(words.tutoringComments) : null,
+      world.calendar.at(day, Math.max(endMinute + 5, Math.min(dayEnd, endMinute + r.int(5, 240)))),
+    );
   }
 }
 
@@ -1024,6 +1192,14 @@ const flushOrder: (keyof Buffers)[] = [
 ];
 
 /**
+ * The generator refuses the organisation: unknown, already seeded, or a year that has not begun.
+ * An operator's mistake, not a fault: the seed command prints the (French) message as is.
+ */
+export class SeedRefused extends Error {
+  override name = 'SeedRefused';
+}
+
+/**
  * Seeds an organisation with `learners` learners and three calendar years of learning data (most
  * of it in the last two, and the year-boundary stories told on purpose, see stories.ts): the
  * catalogue, accounts, memberships and licences in every state, and what each learner did. One
@@ -1034,23 +1210,11 @@ export async function seedOrganisation(db: DB, options: SeedOptions): Promise<Se
   const now = options.now ?? new Date();
   const year = options.year ?? currentParisYear(now);
   const organisation = await findOrganisation(db, options.orgId);
-  if (!organisation) throw new Error(`Aucune organisation ${options.orgId}.`);
+  if (!organisation) throw new SeedRefused(`Aucune organisation ${options.orgId}.`);
   const until = new Date(Math.min(now.getTime(), Date.UTC(year + 1, 0, 1) - 3600_000));
   const calendar = new ParisCalendar(year - 2, until);
-  if (calendar.dayOf(year, 1, 1) >= calendar.days) throw new Error(`L’année ${year} commence dans le futur : rien à générer.`);
-
-  const existing = await db
-    .selectFrom('programmes')
-    .select('slug')
-    .where('org_id', '=', organisation.id)
-    .where(
-      'slug',
-      'in',
-      programmeTemplates.map((p) => p.slug),
-    )
-    .execute();
-  if (existing.length > 0)
-    throw new Error(`L’organisation a déjà les programmes générés (${existing.map((p) => p.slug).join(', ')}) : elle a déjà été peuplée.`);
+  if (calendar.dayOf(year, 1, 1) >= calendar.days) throw new SeedRefused(`L’année ${year} commence dans le futur : rien à générer.`);
+  await refuseIfSeeded(db, organisation.id);
 
   const root = new Random(seed);
   const ids = new Random(hashText(`${seed}:${organisation.id}`));
@@ -1058,36 +1222,10 @@ export async function seedOrganisation(db: DB, options: SeedOptions): Promise<Se
     const fastLoad = await skipTriggersIfAllowed(trx);
     const programmes = await writeCatalogue(trx, organisation.id, ids, root.fork());
     const people = await identities(trx, options.learners, root.fork(), ids, organisation.allowed_email_domains);
-    const out = buffers();
-    const world = new World(organisation.id, calendar, programmes, out, ids);
-    const learnerSeeds = root.fork();
-    const stories = root.fork();
-    let written = 0;
-    // The database writes one batch while the next one is generated.
-    let writing: Promise<void> = Promise.resolve();
-    for (let i = 0; i < people.length; i++) {
-      new LearnerSimulation(world, people[i]!, storyOf(i, stories), learnerSeeds.fork()).run();
-      if ((i + 1) % learnersPerBatch === 0 || i === people.length - 1) {
-        const batches = flushOrder.map((name) => out[name].take());
-        const done = i + 1;
-        await writing;
-        writing = (async () => {
-          for (const batch of batches) written += await writeBatch(trx, batch);
-          options.onProgress?.(done, written);
-        })();
-      }
-      // Let the pending statements of the previous batch go out between learners.
-      if (i % 20 === 19) await new Promise((resolve) => setImmediate(resolve));
-    }
-    await writing;
+    const world = new World(organisation.id, calendar, programmes, buffers(), ids);
+    await simulateLearners(trx, world, people, root, options.onProgress);
     if (fastLoad) await refreshTriggerMaintainedRows(trx, organisation.id);
-    // Spare licences, never assigned.
-    for (const [type, used] of Object.entries(world.licencesUsed)) {
-      await sql`insert into licences (org_id, type) select ${organisation.id}, ${type} from generate_series(1, ${Math.max(1, Math.ceil(used * 0.05))})`.execute(
-        trx,
-      );
-    }
-    const rows = Object.fromEntries(flushOrder.map((name) => [name, out[name].taken]));
+    await addSpareLicences(trx, organisation.id, world.licencesUsed);
     return {
       org: organisation.id,
       learners: people.length,
@@ -1095,7 +1233,67 @@ export async function seedOrganisation(db: DB, options: SeedOptions): Promise<Se
       programmes: programmes.map((p) => p.slug),
       from: `${year - 2}-01-01`,
       to: formatParisDate(calendar.at(calendar.days - 1, 12 * 60)),
-      rows,
+      rows: Object.fromEntries(flushOrder.map((name) => [name, world.out[name].taken])),
     };
   });
+}
+
+/** The generated programmes are already there: the organisation was seeded before. */
+async function refuseIfSeeded(db: DB, orgId: string): Promise<void> {
+  const existing = await db
+    .selectFrom('programmes')
+    .select('slug')
+    .where('org_id', '=', orgId)
+    .where(
+      'slug',
+      'in',
+      programmeTemplates.map((p) => p.slug),
+    )
+    .execute();
+  if (existing.length > 0)
+    throw new SeedRefused(
+      `L’organisation a déjà les programmes générés (${existing.map((p) => p.slug).join(', ')}) : elle a déjà été peuplée.`,
+    );
+}
+
+/**
+ * Every learner's simulation, in batches of `learnersPerBatch`: the database writes one batch while
+ * the next one is generated.
+ */
+async function simulateLearners(
+  trx: DB,
+  world: World,
+  people: Identity[],
+  root: Random,
+  onProgress: SeedOptions['onProgress'],
+): Promise<void> {
+  const { out } = world;
+  const learnerSeeds = root.fork();
+  const stories = root.fork();
+  let written = 0;
+  let writing: Promise<void> = Promise.resolve();
+  for (let i = 0; i < people.length; i++) {
+    new LearnerSimulation(world, people[i]!, storyOf(i, stories), learnerSeeds.fork()).run();
+    if ((i + 1) % learnersPerBatch === 0 || i === people.length - 1) {
+      const batches = flushOrder.map((name) => out[name].take());
+      const done = i + 1;
+      await writing;
+      writing = (async () => {
+        for (const batch of batches) written += await writeBatch(trx, batch);
+        onProgress?.(done, written);
+      })();
+    }
+    // Let the pending statements of the previous batch go out between learners.
+    if (i % 20 === 19) await new Promise((resolve) => setImmediate(resolve));
+  }
+  await writing;
+}
+
+/** Spare licences of each type, never assigned: a twentieth of those used, at least one. */
+async function addSpareLicences(trx: DB, orgId: string, used: World['licencesUsed']): Promise<void> {
+  for (const [type, count] of Object.entries(used)) {
+    await sql`insert into licences (org_id, type) select ${orgId}, ${type} from generate_series(1, ${Math.max(1, Math.ceil(count * 0.05))})`.execute(
+      trx,
+    );
+  }
 }

@@ -33,6 +33,8 @@ function describeError(error: unknown): string {
   return code && !message.includes(code) ? `${message} (${code})` : message;
 }
 
+type PostResult = Pick<AttemptOutcome, 'statusCode' | 'error' | 'responseExcerpt'>;
+
 /**
  * One POST of a delivery. A 2xx status received within `timeoutMs` (DNS, connection and answer
  * included) is a success; anything else fails. Redirects are not followed. The address is checked
@@ -50,7 +52,7 @@ export async function postWebhook(
 ): Promise<AttemptOutcome> {
   const attemptedAt = new Date();
   const started = performance.now();
-  const finish = (fields: Pick<AttemptOutcome, 'statusCode' | 'error' | 'responseExcerpt'>): AttemptOutcome => ({
+  const finish = (fields: PostResult): AttemptOutcome => ({
     attemptedAt,
     durationMs: Math.round(performance.now() - started),
     succeeded: fields.error === null && fields.statusCode !== null && fields.statusCode >= 200 && fields.statusCode < 300,
@@ -63,8 +65,17 @@ export async function postWebhook(
   } catch (error) {
     return finish({ statusCode: null, error: describeError(error), responseExcerpt: null });
   }
-  const body = Buffer.from(request.body, 'utf8');
+  return send(agents, url, request, finish);
+}
 
+/** The request itself: the body sent, then the answer's status and the start of its body read, within the reply time. */
+function send(
+  agents: WebhookAgents,
+  url: URL,
+  request: { headers: Record<string, string>; body: string; timeoutMs: number; allowInsecure: boolean },
+  finish: (fields: PostResult) => AttemptOutcome,
+): Promise<AttemptOutcome> {
+  const body = Buffer.from(request.body, 'utf8');
   return new Promise<AttemptOutcome>((resolve) => {
     let statusCode: number | null = null;
     const chunks: Buffer[] = [];
