@@ -56,6 +56,23 @@ function humanReadable(result: Record<string, unknown> | Record<string, unknown>
     .join('\n\n');
 }
 
+/** node:util's parseArgs refusals, said in French (operators read them); its messages quote the argument. */
+function argumentError(error: Error & { code?: string }): string {
+  const quoted = /'([^']+)'/.exec(error.message)?.[1]?.replace(/ <value>$/, '') ?? '';
+  switch (error.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return `Option inconnue : ${quoted}.`;
+    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+      return `Argument inattendu : « ${quoted} » (chaque valeur suit son option, par exemple --name "Formations Dupont").`;
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      if (/does not take an argument/.test(error.message)) return `L’option ${quoted} ne prend pas de valeur.`;
+      if (/ambiguous/.test(error.message)) return `Valeur de ${quoted} commençant par un tiret : écrivez ${quoted}=VALEUR.`;
+      return `L’option ${quoted} attend une valeur.`;
+    default:
+      return `Arguments invalides : ${error.message}`;
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const commands = await loadCommands();
   const words = argv.filter((arg) => !arg.startsWith('-'));
@@ -77,7 +94,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     parsed = parseArgs({ args: rest, allowPositionals: false, strict: true, options });
   } catch (error) {
-    await writeAll(process.stderr, `${(error as Error).message}\n\n${commandHelp(command)}\n`);
+    await writeAll(process.stderr, `${argumentError(error as Error & { code?: string })}\n\n${commandHelp(command)}\n`);
     return 2;
   }
   if (parsed.values.help) {

@@ -50,8 +50,12 @@ describe('operator commands', () => {
       [['licences', 'add', '--org', '00000000-0000-4000-8000-000000000000', '--type', 'or', '--count', '1'], /standard ou tutorat/],
       [
         ['licences', 'add', '--org', '00000000-0000-4000-8000-000000000000', '--type', 'standard', '--count', '-3'],
-        /entier positif|Unknown option|argument/,
+        /Valeur de --count commençant par un tiret : écrivez --count=VALEUR/,
       ],
+      [['org', 'create', '--nom', 'X'], /Option inconnue : --nom\./],
+      [['org', 'create', 'Dupont'], /Argument inattendu : « Dupont »/],
+      [['org', 'create', '--name'], /L’option --name attend une valeur/],
+      [['org', 'create', '--name', 'X', '--json=oui'], /L’option --json ne prend pas de valeur/],
       [['key', 'create', '--org', '00000000-0000-4000-8000-000000000000'], /Aucune organisation/],
       [['key', 'create', '--org', '00000000-0000-4000-8000-000000000000', '--expires', '2026-02-30'], /AAAA-MM-JJ/],
       [['key', 'revoke', '--id', '00000000-0000-4000-8000-000000000000'], /Aucune clé/],
