@@ -366,16 +366,36 @@ export interface paths {
          * Inscriptions aux programmes et avancement
          * @description Une ligne par inscription d'un apprenant à un programme **active dans l'année `year`** : inscrite
          *     au plus tard le 31 décembre de l'année, et inscrite pendant l'année ou avec une activité sur ce
-         *     programme pendant l'année (du temps sur une leçon, une tentative de quiz, une séance de tutorat,
-         *     un document émis). Une inscription qui s'étend sur plusieurs années a une ligne dans chacune.
+         *     programme pendant l'année. Une activité sur le programme est une ligne de ce programme et de cet
+         *     apprenant, dans l'année, dans l'une des ressources détaillées :
+         *     - `progress` : du temps sur une leçon (une visite, ou la fin après minuit d'une visite ouverte
+         *       le 31 décembre de l'année précédente) ;
+         *     - `evaluations` (et `quiz-answers`) : une tentative de quiz ;
+         *     - `attendance` : une séance de tutorat du programme, **que l'apprenant y ait été présent ou
+         *       absent** (`present` = `Non`). L'émargement de l'année liste cette séance pour ce programme :
+         *       le programme est donc suivi cette année-là, il a sa ligne ici et figure dans les « Programmes
+         *       suivis » du rapport d'activité de l'année, même si l'apprenant n'a rien fait d'autre ;
+         *     - `documents` : un document émis (PIF ou attestation).
+         *
+         *     Une inscription qui s'étend sur plusieurs années a une ligne dans chacune : un programme suivi
+         *     de septembre 2025 à janvier 2026 a une ligne en 2025 et une en 2026 (voir les exemples).
          *
          *     Les valeurs sont **celles du 31 décembre de l'année** (à ce jour pour l'année en cours) :
          *     `pourcentage` et `lecons_vues` comptent les leçons vues à cette date ; `complete` / `complete_le`
          *     ne tiennent compte que d'une attestation émise au plus tard ce jour-là (une attestation émise en
          *     janvier compte l'année suivante) ; `derniere_activite_le` et `derniere_connexion_le` sont les
-         *     dernières au plus tard ce jour-là ; `premiere_connexion_le` est le tout premier lancement, `null`
-         *     s'il a eu lieu après l'année. Les lignes d'une année passée ne changent plus. Les dates
-         *     d'événements qui n'ont pas encore eu lieu valent `null`.
+         *     dernières au plus tard ce jour-là (`derniere_connexion_le` peut dater d'une année précédente,
+         *     pour un programme suivi dans l'année sans lancement du cours) ; `premiere_connexion_le` est le
+         *     tout premier lancement, `null` s'il a eu lieu après l'année. Les lignes d'une année passée ne
+         *     changent plus. Les dates d'événements qui n'ont pas encore eu lieu valent `null`.
+         *
+         *     **Les chiffres concordent** avec les ressources détaillées de la même année et des années
+         *     précédentes, pour le même apprenant et le même programme : `derniere_activite_le` est la plus
+         *     récente des dates `progress.derniere_visite_le`, `evaluations.date`, `attendance.date` (le jour
+         *     de la séance, présent ou absent) et `documents.emis_le` jusqu'au 31 décembre de l'année ; le jour
+         *     de `derniere_connexion_le` est la plus récente des `progress.derniere_visite_le` des lignes qui
+         *     ont au moins une visite ; `lecons_vues` est le nombre de leçons `vue` = `Oui` dans les lignes
+         *     `progress` jusque-là ; `complete_le` est le `emis_le` de l'attestation (`documents`).
          *
          *     - **Date naturelle** : `derniere_activite_le` (au plus tard le 31 décembre de l'année), à défaut
          *       la date d'inscription au programme ; elle tombe toujours dans l'année de la ligne.
@@ -415,7 +435,8 @@ export interface paths {
          *     - `visites` compte les visites ouvertes pendant l'année ; `temps_min` est le temps actif passé
          *       sur la leçon pendant l'année. Une visite qui franchit minuit le 31 décembre compte une fois,
          *       l'année où elle a été ouverte, et son temps est coupé à minuit : l'année suivante a alors une
-         *       ligne avec `visites` = 0, le temps d'après minuit et `derniere_visite_le` au 1er janvier.
+         *       ligne avec `visites` = 0, le temps d'après minuit et `derniere_visite_le` au 1er janvier
+         *       (voir les exemples : la même leçon en 2025 puis en 2026).
          *     - `vue` et `pourcentage_programme` sont l'état au 31 décembre de l'année (à ce jour pour l'année
          *       en cours) : une leçon vue en 2025 est `Oui` dans toute ligne de 2025 et des années suivantes.
          *     - La somme des `temps_min` d'un apprenant pour une année est son `learners.temps_cours_min`.
@@ -559,8 +580,9 @@ export interface paths {
          *       sont fournis tous les deux, ils doivent désigner le même apprenant.
          *     - Apprenant inconnu dans l'organisation (même s'il existe dans une autre organisation) : 404.
          *     - `year` : année du rapport (2000 à 2100), par défaut l'année en cours à Paris. Le rapport de
-         *       l'année Y est fait des lignes de l'année Y : il liste chaque programme suivi en Y avec son état
-         *       au 31 décembre de Y, et les temps de Y (coupés à minuit le 31 décembre).
+         *       l'année Y est fait des lignes de l'année Y : il liste chaque programme suivi en Y (les lignes
+         *       `enrollments` de Y : une séance de tutorat du programme en Y suffit, même manquée) avec son
+         *       état au 31 décembre de Y, et les temps de Y (coupés à minuit le 31 décembre).
          *     - `programme` : limite le rapport à ce programme (qui y figure dès qu'il a été suivi dans
          *       l'année) ; slug inconnu : 400. Les connexions (`logins`)
          *       et la synthèse (ligne `learners` de l'année) ne se rattachent à aucun programme : elles restent
@@ -1538,20 +1560,37 @@ export interface components {
             repondu_le: string;
         };
         /**
-         * @description Une inscription active dans l'année, dans son état au 31 décembre de l'année.
+         * @description Une inscription active dans l'année, dans son état au 31 décembre de l'année. Exemples : la même
+         *     inscription, suivie de septembre 2025 à janvier 2026, dans sa ligne de 2025 (11 leçons vues sur
+         *     13 au 31 décembre 2025, pas encore complétée) puis dans sa ligne de 2026 (complétée par
+         *     l'attestation du 26 janvier 2026).
          * @example {
          *       "apprenant": "Claire Martin",
          *       "email": "claire.martin@exemple.fr",
-         *       "programme": "Excel — niveau intermédiaire",
-         *       "programme_slug": "excel-intermediaire",
+         *       "programme": "IA générative au travail",
+         *       "programme_slug": "ia-generative",
+         *       "pourcentage": 84,
+         *       "lecons_vues": 11,
+         *       "lecons_total": 13,
+         *       "complete": "Non",
+         *       "complete_le": null,
+         *       "derniere_activite_le": "2025-12-31",
+         *       "premiere_connexion_le": "2025-09-10 18:02",
+         *       "derniere_connexion_le": "2025-12-31 23:40"
+         *     }
+         * @example {
+         *       "apprenant": "Claire Martin",
+         *       "email": "claire.martin@exemple.fr",
+         *       "programme": "IA générative au travail",
+         *       "programme_slug": "ia-generative",
          *       "pourcentage": 100,
-         *       "lecons_vues": 32,
-         *       "lecons_total": 32,
+         *       "lecons_vues": 13,
+         *       "lecons_total": 13,
          *       "complete": "Oui",
-         *       "complete_le": "2026-04-02",
-         *       "derniere_activite_le": "2026-04-02",
-         *       "premiere_connexion_le": "2026-01-14 09:12",
-         *       "derniere_connexion_le": "2026-04-02 17:55"
+         *       "complete_le": "2026-01-26",
+         *       "derniere_activite_le": "2026-01-26",
+         *       "premiere_connexion_le": "2025-09-10 18:02",
+         *       "derniere_connexion_le": "2026-01-26 10:15"
          *     }
          */
         EnrollmentRow: {
@@ -1585,7 +1624,9 @@ export interface components {
             /**
              * Format: date
              * @description Date de la dernière activité sur le programme au plus tard le 31 décembre de l'année (temps
-             *     sur une leçon, tentative de quiz, séance de tutorat, document émis) ; `null` sans activité.
+             *     sur une leçon, tentative de quiz, séance de tutorat du programme, présent ou absent, document
+             *     émis) : la plus récente des dates `progress.derniere_visite_le`, `evaluations.date`,
+             *     `attendance.date` et `documents.emis_le` de ce programme jusque-là ; `null` sans activité.
              *     Date naturelle de la ressource (à défaut, la date d'inscription au programme).
              */
             derniere_activite_le: string | null;
@@ -1595,19 +1636,35 @@ export interface components {
             derniere_connexion_le: string | null;
         };
         /**
-         * @description Une leçon d'un apprenant qui a reçu une visite ou du temps dans l'année.
+         * @description Une leçon d'un apprenant qui a reçu une visite ou du temps dans l'année. Exemples : une visite
+         *     ouverte le 31 décembre 2025 à 23 h 40 et fermée le 1er janvier 2026 à 0 h 25 compte en 2025 avec
+         *     ses 20 minutes d'avant minuit (plus une visite de 11 minutes le 12 décembre) ; ses 25 minutes
+         *     d'après minuit font une ligne de 2026 datée du 1er janvier, sans visite.
          * @example {
          *       "apprenant": "Claire Martin",
          *       "email": "claire.martin@exemple.fr",
-         *       "programme": "Excel — niveau intermédiaire",
-         *       "programme_slug": "excel-intermediaire",
-         *       "pourcentage_programme": 65,
-         *       "module": "Module 3 — Analyse de données",
-         *       "lecon": "Les tableaux croisés dynamiques",
+         *       "programme": "IA générative au travail",
+         *       "programme_slug": "ia-generative",
+         *       "pourcentage_programme": 84,
+         *       "module": "Module 3 — Cas d’usage métier",
+         *       "lecon": "Préparer une présentation",
          *       "vue": "Oui",
-         *       "visites": 3,
-         *       "temps_min": 42,
-         *       "derniere_visite_le": "2026-03-09"
+         *       "visites": 2,
+         *       "temps_min": 31,
+         *       "derniere_visite_le": "2025-12-31"
+         *     }
+         * @example {
+         *       "apprenant": "Claire Martin",
+         *       "email": "claire.martin@exemple.fr",
+         *       "programme": "IA générative au travail",
+         *       "programme_slug": "ia-generative",
+         *       "pourcentage_programme": 100,
+         *       "module": "Module 3 — Cas d’usage métier",
+         *       "lecon": "Préparer une présentation",
+         *       "vue": "Oui",
+         *       "visites": 0,
+         *       "temps_min": 25,
+         *       "derniere_visite_le": "2026-01-01"
          *     }
          */
         ProgressRow: {
@@ -2072,29 +2129,47 @@ export interface components {
          *         "generated_at": "2026-04-15 09:30",
          *         "truncated": false,
          *         "updated_since": null,
+         *         "learner": {
+         *           "user_id": "0f8c2d4e-6a1b-4c3d-8e9f-1a2b3c4d5e6f",
+         *           "email": "claire.martin@exemple.fr"
+         *         },
          *         "programme": null
          *       },
          *       "pagination": {
          *         "limit": 100,
          *         "offset": 0,
-         *         "count": 1,
-         *         "total": 1,
+         *         "count": 2,
+         *         "total": 2,
          *         "has_more": false
          *       },
          *       "data": [
          *         {
          *           "apprenant": "Claire Martin",
          *           "email": "claire.martin@exemple.fr",
-         *           "programme": "Excel — niveau intermédiaire",
-         *           "programme_slug": "excel-intermediaire",
+         *           "programme": "IA générative au travail",
+         *           "programme_slug": "ia-generative",
          *           "pourcentage": 100,
-         *           "lecons_vues": 32,
-         *           "lecons_total": 32,
+         *           "lecons_vues": 13,
+         *           "lecons_total": 13,
          *           "complete": "Oui",
-         *           "complete_le": "2026-04-02",
-         *           "derniere_activite_le": "2026-04-02",
-         *           "premiere_connexion_le": "2026-01-14 09:12",
-         *           "derniere_connexion_le": "2026-04-02 17:55"
+         *           "complete_le": "2026-01-26",
+         *           "derniere_activite_le": "2026-01-26",
+         *           "premiere_connexion_le": "2025-09-10 18:02",
+         *           "derniere_connexion_le": "2026-01-26 10:15"
+         *         },
+         *         {
+         *           "apprenant": "Claire Martin",
+         *           "email": "claire.martin@exemple.fr",
+         *           "programme": "Manager une équipe au quotidien",
+         *           "programme_slug": "management-equipe",
+         *           "pourcentage": 41,
+         *           "lecons_vues": 5,
+         *           "lecons_total": 12,
+         *           "complete": "Non",
+         *           "complete_le": null,
+         *           "derniere_activite_le": "2026-02-12",
+         *           "premiere_connexion_le": "2025-03-05 08:47",
+         *           "derniere_connexion_le": "2025-11-20 17:31"
          *         }
          *       ]
          *     }
@@ -2113,31 +2188,61 @@ export interface components {
          *       "meta": {
          *         "org_name": "Formations Horizon",
          *         "year": 2026,
-         *         "generated_at": "2026-04-15 09:30",
+         *         "generated_at": "2026-04-15 09:31",
          *         "truncated": false,
          *         "updated_since": null,
-         *         "programme": null
+         *         "learner": {
+         *           "user_id": "0f8c2d4e-6a1b-4c3d-8e9f-1a2b3c4d5e6f",
+         *           "email": "claire.martin@exemple.fr"
+         *         },
+         *         "programme": "ia-generative"
          *       },
          *       "pagination": {
          *         "limit": 100,
          *         "offset": 0,
-         *         "count": 1,
-         *         "total": 1,
+         *         "count": 3,
+         *         "total": 3,
          *         "has_more": false
          *       },
          *       "data": [
          *         {
          *           "apprenant": "Claire Martin",
          *           "email": "claire.martin@exemple.fr",
-         *           "programme": "Excel — niveau intermédiaire",
-         *           "programme_slug": "excel-intermediaire",
-         *           "pourcentage_programme": 65,
-         *           "module": "Module 3 — Analyse de données",
-         *           "lecon": "Les tableaux croisés dynamiques",
+         *           "programme": "IA générative au travail",
+         *           "programme_slug": "ia-generative",
+         *           "pourcentage_programme": 100,
+         *           "module": "Module 3 — Cas d’usage métier",
+         *           "lecon": "Préparer une présentation",
          *           "vue": "Oui",
-         *           "visites": 3,
-         *           "temps_min": 42,
-         *           "derniere_visite_le": "2026-03-09"
+         *           "visites": 0,
+         *           "temps_min": 25,
+         *           "derniere_visite_le": "2026-01-01"
+         *         },
+         *         {
+         *           "apprenant": "Claire Martin",
+         *           "email": "claire.martin@exemple.fr",
+         *           "programme": "IA générative au travail",
+         *           "programme_slug": "ia-generative",
+         *           "pourcentage_programme": 100,
+         *           "module": "Module 3 — Cas d’usage métier",
+         *           "lecon": "Automatiser une tâche répétitive",
+         *           "vue": "Oui",
+         *           "visites": 1,
+         *           "temps_min": 22,
+         *           "derniere_visite_le": "2026-01-19"
+         *         },
+         *         {
+         *           "apprenant": "Claire Martin",
+         *           "email": "claire.martin@exemple.fr",
+         *           "programme": "IA générative au travail",
+         *           "programme_slug": "ia-generative",
+         *           "pourcentage_programme": 100,
+         *           "module": "Module 3 — Cas d’usage métier",
+         *           "lecon": "Cadre d’usage dans l’entreprise",
+         *           "vue": "Oui",
+         *           "visites": 1,
+         *           "temps_min": 18,
+         *           "derniere_visite_le": "2026-01-26"
          *         }
          *       ]
          *     }
@@ -4401,7 +4506,8 @@ export interface operations {
                     "application/json": components["schemas"]["EnrollmentsList"];
                     /**
                      * @example apprenant,email,programme,programme_slug,pourcentage,lecons_vues,lecons_total,complete,complete_le,derniere_activite_le,premiere_connexion_le,derniere_connexion_le
-                     *     Claire Martin,claire.martin@exemple.fr,Excel — niveau intermédiaire,excel-intermediaire,100,32,32,Oui,2026-04-02,2026-04-02,2026-01-14 09:12,2026-04-02 17:55
+                     *     Claire Martin,claire.martin@exemple.fr,IA générative au travail,ia-generative,100,13,13,Oui,2026-01-26,2026-01-26,2025-09-10 18:02,2026-01-26 10:15
+                     *     Claire Martin,claire.martin@exemple.fr,Manager une équipe au quotidien,management-equipe,41,5,12,Non,,2026-02-12,2025-03-05 08:47,2025-11-20 17:31
                      */
                     "text/csv": components["schemas"]["CsvFile"];
                 };
@@ -4513,7 +4619,9 @@ export interface operations {
                     "application/json": components["schemas"]["ProgressList"];
                     /**
                      * @example apprenant,email,programme,programme_slug,pourcentage_programme,module,lecon,vue,visites,temps_min,derniere_visite_le
-                     *     Claire Martin,claire.martin@exemple.fr,Excel — niveau intermédiaire,excel-intermediaire,65,Module 3 — Analyse de données,Les tableaux croisés dynamiques,Oui,3,42,2026-03-09
+                     *     Claire Martin,claire.martin@exemple.fr,IA générative au travail,ia-generative,100,Module 3 — Cas d’usage métier,Préparer une présentation,Oui,0,25,2026-01-01
+                     *     Claire Martin,claire.martin@exemple.fr,IA générative au travail,ia-generative,100,Module 3 — Cas d’usage métier,Automatiser une tâche répétitive,Oui,1,22,2026-01-19
+                     *     Claire Martin,claire.martin@exemple.fr,IA générative au travail,ia-generative,100,Module 3 — Cas d’usage métier,Cadre d’usage dans l’entreprise,Oui,1,18,2026-01-26
                      */
                     "text/csv": components["schemas"]["CsvFile"];
                 };
