@@ -255,18 +255,26 @@ export async function recordAttempts(
   db: DB,
   attempts: { delivery: ClaimedDelivery; outcome: AttemptOutcome }[],
   policy: { retryDelaysSeconds: readonly number[]; disableAfter: number },
-): Promise<void> {
-  if (attempts.length === 0) return;
-  await db.transaction().execute(async (trx) => {
+): Promise<RecordedAttempts> {
+  const succeeded = attempts.filter((a) => a.outcome.succeeded).map((a) => a.delivery);
+  const failed = attempts.filter((a) => !a.outcome.succeeded).map((a) => a.delivery);
+  if (attempts.length === 0) return { succeeded: 0, failed: 0, dead: 0 };
+  const dead = await db.transaction().execute(async (trx) => {
     await trx
       .insertInto('webhook_attempts')
       .values(attempts.map((a) => attemptRow(a.delivery.id, a.outcome)))
       .execute();
-    const succeeded = attempts.filter((a) => a.outcome.succeeded).map((a) => a.delivery);
     if (succeeded.length > 0) await markDelivered(trx, succeeded);
-    const failed = attempts.filter((a) => !a.outcome.succeeded).map((a) => a.delivery);
-    if (failed.length > 0) await planRetries(trx, failed, policy);
+    return failed.length > 0 ? planRetries(trx, failed, policy) : 0;
   });
+  return { succeeded: succeeded.length, failed: failed.length - dead, dead };
+}
+
+/** The attempts of a batch by outcome: succeeded, failed with a retry planned, failed as the delivery's last (dead). */
+export interface RecordedAttempts {
+  succeeded: number;
+  failed: number;
+  dead: number;
 }
 
 /** Successes: their deliveries delivered, and their endpoints' failure counts reset. */
@@ -289,12 +297,13 @@ async function markDelivered(trx: DB, deliveries: ClaimedDelivery[]): Promise<vo
 /**
  * Failures: the next attempt planned (or the delivery `dead` after the last one), the endpoints'
  * failure counts raised (disabling those that reach the limit), and the retries' jobs queued.
+ * Returns how many deliveries this made dead.
  */
 async function planRetries(
   trx: DB,
   deliveries: ClaimedDelivery[],
   policy: { retryDelaysSeconds: readonly number[]; disableAfter: number },
-): Promise<void> {
+): Promise<number> {
   const maxAttempts = policy.retryDelaysSeconds.length + 1;
   const retries = await sql<{ id: string; startAfterSeconds: number }>`
     update webhook_deliveries d
@@ -320,10 +329,9 @@ async function planRetries(
         disabled_reason = case when enabled and consecutive_failures + ${failures} >= ${policy.disableAfter} then 'failures' else disabled_reason end
       where id = ${endpointId}`.execute(trx);
   }
-  await queueDeliveryJobs(
-    trx,
-    retries.rows.filter((r) => r.startAfterSeconds !== null),
-  );
+  const planned = retries.rows.filter((r) => r.startAfterSeconds !== null);
+  await queueDeliveryJobs(trx, planned);
+  return retries.rows.length - planned.length;
 }
 
 /**

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { type IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
 import { createHandlers } from '../handlers';
 import { createAuthenticator, createSecurityHandlers } from './auth';
@@ -45,6 +47,7 @@ export async function buildApp(context: AppContext, { logStream }: AppOptions = 
   const { config, db, metrics } = context;
   let draining = false;
   const app = createFastify(config, logStream);
+  serveWhatNodeWouldRefuse(app);
   app.decorate('startDraining', () => {
     draining = true;
   });
@@ -85,24 +88,65 @@ function createFastify(config: Config, logStream: AppOptions['logStream']): Fast
     requestTimeout: 30_000,
     frameworkErrors: frameworkErrorResponse,
     clientErrorHandler: clientErrorResponse,
+    // Node would answer an HTTP/1.1 request without Host with a bare 400; the `onRequest` hook
+    // refuses it in the one error shape instead.
+    http: { requireHostHeader: false },
+    // Health probes and scrapes come every few seconds: logged at debug level (superviseRequests), not info.
+    logController: new LogController({ disableRequestLogging: (request) => isOperational(request) }),
+  });
+}
+
+const isOperational = (request: FastifyRequest) => request.routeOptions?.config?.operational === true;
+
+/**
+ * Requests Node answers by itself, without a word of ours, go through Fastify like any other: an
+ * `Expect` other than 100-continue (Node's bare 417) is ignored, as RFC 9110 allows, and the request
+ * served; a CONNECT (Node would close the connection) meets the routes, so it gets the 401, 404 or
+ * 405 with `Allow` any other method gets, then the connection is closed (it was never a tunnel).
+ */
+function serveWhatNodeWouldRefuse(app: FastifyInstance): void {
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => app.server.emit('request', request, response));
+  app.server.on('connect', (request: IncomingMessage, socket: Duplex) => {
+    // Node hands the socket over with its own listeners removed: a reset must not become an uncaught error.
+    socket.on('error', () => socket.destroy());
+    const response = new ServerResponse(request);
+    response.shouldKeepAlive = false;
+    response.assignSocket(socket as never);
+    response.on('finish', () => {
+      response.detachSocket(socket as never);
+      socket.end();
+    });
+    app.server.emit('request', request, response);
   });
 }
 
 /**
- * What every request meets on its way in: its id, the URL length, the refusal while draining, and
- * the deadline of its answer; on its way out, the deadline cleared and the request counted (the
- * operators' routes are not).
+ * Methods whose answer may be cut by the deadline: they change nothing, so a 503 is always true and
+ * a retry always safe. A write (POST /users) is not cut: its transaction could still commit after a
+ * 503 that told the client to try again; its statements are bounded by the database timeouts
+ * (DB_CONNECT_TIMEOUT_MS, DB_QUERY_TIMEOUT_MS), so its answer is the real outcome, and comes.
+ */
+const methodsUnderDeadline = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
+
+/**
+ * What every request meets on its way in: its id, the Host header HTTP/1.1 requires, the URL
+ * length, the refusal while draining, and the deadline of a read's answer; on its way out, the
+ * deadline cleared and the request counted (the operators' routes are not: they are logged at
+ * debug level instead).
  */
 function superviseRequests(app: FastifyInstance, config: Config, metrics: Metrics, isDraining: () => boolean): void {
   const deadlines = new WeakMap<FastifyRequest, NodeJS.Timeout>();
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+    if (request.headers.host === undefined && request.raw.httpVersion !== '1.0')
+      throw new ApiError('bad_request', 'Requête HTTP mal formée : l’en-tête Host est obligatoire en HTTP/1.1.');
     if (request.url.length > maxUrlLength) throw new ApiError('uri_too_long', `Adresse trop longue : ${maxUrlLength} caractères au plus.`);
-    if (isDraining() && !request.routeOptions.config.operational) {
+    if (isDraining() && !isOperational(request)) {
       reply.header('Connection', 'close');
       throw serviceUnavailable('Le serveur s’arrête : réessayez dans quelques secondes (une autre instance répondra).');
     }
-    // An answer that has not started by the deadline is a 503: the client may try again.
+    if (!methodsUnderDeadline.has(request.method)) return;
+    // A read whose answer has not started by the deadline is a 503: the client may try again.
     const deadline = setTimeout(() => {
       if (reply.sent || reply.raw.headersSent) return;
       request.log.warn({ deadlineMs: config.requestTimeoutMs }, 'réponse non commencée dans le délai');
@@ -118,11 +162,14 @@ function superviseRequests(app: FastifyInstance, config: Config, metrics: Metric
   });
   app.addHook('onResponse', async (request, reply) => {
     clearTimeout(deadlines.get(request));
-    if (request.routeOptions.config.operational) return;
-    const route = request.routeOptions.url ?? 'non trouvée';
-    const status = String(reply.statusCode);
-    metrics.requests.inc({ route, method: request.method, status });
-    metrics.requestDuration.observe({ route, status }, reply.elapsedTime / 1000);
+    if (isOperational(request)) {
+      request.log.debug({ req: request, res: reply, responseTime: reply.elapsedTime }, 'requête d’exploitation servie');
+      return;
+    }
+    // Labels of bounded cardinality: the route's template (not its URL), the method, the status.
+    const labels = { route: request.routeOptions.url ?? 'non trouvée', method: request.method, status: String(reply.statusCode) };
+    metrics.requests.inc(labels);
+    metrics.requestDuration.observe(labels, reply.elapsedTime / 1000);
   });
 }
 

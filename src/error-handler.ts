@@ -17,9 +17,9 @@ const frameworkErrors: Record<string, () => ApiError> = {
   FST_ERR_ASYNC_CONSTRAINT: () => new ApiError('internal'),
 };
 
-/** Any other 4xx Fastify gives by itself, by status. */
+/** Any other 4xx Fastify gives by itself, by status (its code goes to the log). */
 const frameworkStatuses: Record<number, () => ApiError> = {
-  400: () => new ApiError('invalid_json'),
+  400: () => new ApiError('bad_request', 'Requête invalide : vérifiez l’adresse, les en-têtes et le corps envoyés.'),
   408: () => new ApiError('request_timeout'),
   413: () => new ApiError('body_too_large'),
   414: () => new ApiError('uri_too_long'),

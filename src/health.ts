@@ -16,24 +16,32 @@ declare module 'fastify' {
 const readinessProbeMs = 1000;
 
 /**
- * The routes of the people who run the server, outside the API (no key, no rate limit):
- * `/livez` (the process answers), `/readyz` (it can serve: the database answers and it is not
- * stopping; otherwise 503, so a load balancer sends requests elsewhere) and `/metrics` (Prometheus).
+ * The routes of the people who run the server, outside the API (no key, no rate limit, logged at
+ * debug level): `/livez` (the process answers), `/readyz` (it can serve: the database answers and
+ * it is not stopping; otherwise 503, so a load balancer sends requests elsewhere) and `/metrics`
+ * (Prometheus). The two probes answer HEAD too (the same status and headers, no body): some load
+ * balancers probe with it.
  */
 export function registerHealthRoutes(app: FastifyInstance, parts: { db: DB; isDraining: () => boolean; metrics: Metrics }): void {
   const config = { operational: true };
-  app.get('/livez', { config }, async () => ({ statut: 'en vie' }));
-  app.get('/readyz', { config }, async (_request, reply) => {
-    if (parts.isDraining()) return sendApiError(reply, serviceUnavailable('Pas prêt : le serveur s’arrête.'));
-    const answered = await Promise.race([
-      sql`select 1`.execute(parts.db).then(
-        () => true,
-        () => false,
-      ),
-      new Promise<boolean>((resolve) => setTimeout(resolve, readinessProbeMs, false).unref()),
-    ]);
-    if (!answered) return sendApiError(reply, serviceUnavailable('Pas prêt : la base de données ne répond pas.'));
-    return { statut: 'prêt' };
+  const probe = ['GET', 'HEAD'];
+  app.route({ method: probe, url: '/livez', config, handler: async () => ({ statut: 'en vie' }) });
+  app.route({
+    method: probe,
+    url: '/readyz',
+    config,
+    handler: async (_request, reply) => {
+      if (parts.isDraining()) return sendApiError(reply, serviceUnavailable('Pas prêt : le serveur s’arrête.'));
+      const answered = await Promise.race([
+        sql`select 1`.execute(parts.db).then(
+          () => true,
+          () => false,
+        ),
+        new Promise<boolean>((resolve) => setTimeout(resolve, readinessProbeMs, false).unref()),
+      ]);
+      if (!answered) return sendApiError(reply, serviceUnavailable('Pas prêt : la base de données ne répond pas.'));
+      return { statut: 'prêt' };
+    },
   });
   app.get('/metrics', { config }, async (_request, reply) =>
     reply.type(parts.metrics.registry.contentType).send(await parts.metrics.registry.metrics()),

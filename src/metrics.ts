@@ -4,16 +4,26 @@ import type { DB } from '../db/connection';
 
 /**
  * Prometheus metrics of one server process (prom-client), in a registry of its own: requests by
- * route and status with their durations, rate-limit refusals, webhook attempts by outcome, and, read
- * from the database at each scrape, the webhook queue (depth, age of the oldest due delivery) and
- * the disabled endpoints. Served at /metrics.
+ * route template, method and status with their durations, rate-limit refusals, webhook attempts by
+ * outcome, and, read from the database at each scrape, the webhook queue (depth, age of the oldest
+ * due delivery) and the disabled endpoints. Served at /metrics.
  */
 export interface Metrics {
   readonly registry: Registry;
   readonly requests: Counter<'route' | 'method' | 'status'>;
-  readonly requestDuration: Histogram<'route' | 'status'>;
+  readonly requestDuration: Histogram<'route' | 'method' | 'status'>;
   readonly rateLimitRefusals: Counter<'bucket'>;
+  /** `succeeded`; `failed`, to be retried; `dead`, failed and the delivery's last. */
   readonly webhookAttempts: Counter<'outcome'>;
+}
+
+/** The webhook worker's `onAttempts` (src/webhooks/worker.ts): one batch's attempts, counted by outcome. */
+export function countWebhookAttempts(metrics: Metrics) {
+  return (succeeded: number, failed: number, dead: number): void => {
+    metrics.webhookAttempts.inc({ outcome: 'succeeded' }, succeeded);
+    metrics.webhookAttempts.inc({ outcome: 'failed' }, failed);
+    metrics.webhookAttempts.inc({ outcome: 'dead' }, dead);
+  };
 }
 
 interface QueueState {
@@ -36,8 +46,8 @@ export function createMetrics(db: DB): Metrics {
     }),
     requestDuration: new Histogram({
       name: 'partner_api_http_request_duration_seconds',
-      help: 'Durée des requêtes HTTP (jusqu’à la fin de la réponse), par route et statut.',
-      labelNames: ['route', 'status'],
+      help: 'Durée des requêtes HTTP (jusqu’à la fin de la réponse), par route, méthode et statut.',
+      labelNames: ['route', 'method', 'status'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
@@ -49,7 +59,7 @@ export function createMetrics(db: DB): Metrics {
     }),
     webhookAttempts: new Counter({
       name: 'partner_api_webhook_attempts_total',
-      help: 'Tentatives de livraison de webhooks faites par ce processus, par résultat.',
+      help: 'Tentatives de livraison de webhooks faites par ce processus, par résultat : succeeded (livrée), failed (échec, nouvelle tentative prévue), dead (échec de la dernière tentative).',
       labelNames: ['outcome'],
       registers: [registry],
     }),

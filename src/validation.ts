@@ -41,8 +41,100 @@ function compileBody(schema: SchemaObject): ValidateFunction {
   return dispatch;
 }
 
+/** Plain decimal text, the only spelling of a number a query string or a path may use. */
+const decimalText = { integer: /^-?\d+$/, number: /^-?\d+(?:\.\d+)?$/ } as const;
+type NumericType = keyof typeof decimalText;
+
+function numericTypeOf(schema: unknown): NumericType | null {
+  const declared = (schema as SchemaObject | undefined)?.type;
+  const types = Array.isArray(declared) ? declared : [declared];
+  if (types.includes('string')) return null;
+  return types.includes('integer') ? 'integer' : types.includes('number') ? 'number' : null;
+}
+
+/** The error of a number not written in plain decimal, shaped like Ajv's for the message. */
+function notDecimal(name: string, type: NumericType, index?: number): ErrorObject {
+  const instancePath = `/${name}${index === undefined ? '' : `/${index}`}`;
+  return { keyword: 'decimal', instancePath, schemaPath: `#/properties/${name}`, params: { type } };
+}
+
+/**
+ * Query strings and paths: their numbers are text that Ajv coerces, and its coercion takes what
+ * JavaScript's Number takes (`0x10`, `0b11`, `2e3`, `+5`, ` 5 `). A parameter declared as a number
+ * (or an array of them) must be written in plain decimal, checked before Ajv sees the text.
+ */
+function compileText(schema: SchemaObject): ValidateFunction {
+  const validate = textAjv.compile(schema);
+  const numeric: { name: string; type: NumericType; inArray: boolean }[] = [];
+  for (const [name, property] of Object.entries((schema.properties ?? {}) as Record<string, SchemaObject>)) {
+    const type = numericTypeOf(property);
+    if (type) numeric.push({ name, type, inArray: false });
+    const itemType = numericTypeOf(property?.items);
+    if (itemType) numeric.push({ name, type: itemType, inArray: true });
+  }
+  if (numeric.length === 0) return validate;
+  const checked = ((data: unknown) => {
+    const values = (data ?? {}) as Record<string, unknown>;
+    for (const { name, type, inArray } of numeric) {
+      const value = values[name];
+      if (!inArray && typeof value === 'string' && !decimalText[type].test(value)) {
+        checked.errors = [notDecimal(name, type)];
+        return false;
+      }
+      if (inArray && Array.isArray(value)) {
+        const index = value.findIndex((item) => typeof item === 'string' && !decimalText[type].test(item));
+        if (index >= 0) {
+          checked.errors = [notDecimal(name, type, index)];
+          return false;
+        }
+      }
+    }
+    const valid = validate(data);
+    checked.errors = validate.errors;
+    return valid;
+  }) as ValidateFunction;
+  return checked;
+}
+
+/**
+ * Headers: Node gives their names in lower case, and Fastify lower-cases the names of a header
+ * schema only for its own compiler, not a custom one like this. So the schema's names are
+ * lower-cased here (else `If-None-Match` never meets its rules), and errors name the header as the
+ * document writes it.
+ */
+function compileHeaders(schema: SchemaObject): ValidateFunction {
+  const declaredNames = new Map(Object.keys((schema.properties ?? {}) as object).map((name) => [name.toLowerCase(), name]));
+  const lowerCased: SchemaObject = {
+    ...schema,
+    ...(schema.properties
+      ? {
+          properties: Object.fromEntries(
+            Object.entries(schema.properties as Record<string, unknown>).map(([name, property]) => [name.toLowerCase(), property]),
+          ),
+        }
+      : {}),
+    ...(schema.required ? { required: schema.required.map((name) => name.toLowerCase()) } : {}),
+  };
+  const validate = textAjv.compile(lowerCased);
+  const declared = (name: string) => declaredNames.get(name) ?? name;
+  const named = ((data: unknown) => {
+    const valid = validate(data);
+    named.errors = validate.errors?.map((error) => {
+      const [, first = '', ...rest] = error.instancePath.split('/');
+      const params = error.params as Record<string, unknown>;
+      return {
+        ...error,
+        instancePath: first ? ['', declared(first), ...rest].join('/') : '',
+        params: typeof params.missingProperty === 'string' ? { ...params, missingProperty: declared(params.missingProperty) } : params,
+      };
+    });
+    return valid;
+  }) as ValidateFunction;
+  return named;
+}
+
 export const validatorCompiler: FastifySchemaCompiler<SchemaObject> = ({ schema, httpPart }) =>
-  httpPart === 'body' ? compileBody(schema) : textAjv.compile(schema);
+  httpPart === 'body' ? compileBody(schema) : httpPart === 'headers' ? compileHeaders(schema) : compileText(schema);
 
 const typeNames: Record<string, string> = {
   integer: 'un nombre entier',
@@ -63,6 +155,8 @@ const formatNames: Record<string, string> = {
 function describe(error: ErrorObject): string {
   const p = error.params as Record<string, any>;
   switch (error.keyword) {
+    case 'decimal':
+      return `doit être ${p.type === 'integer' ? 'un nombre entier' : 'un nombre'} écrit en chiffres décimaux (par exemple ${p.type === 'integer' ? '42' : '4.2'})`;
     case 'type':
       return `doit être ${String(p.type)
         .split(',')
@@ -128,7 +222,7 @@ export function frenchValidationMessage(errors: ErrorObject[], part: string | un
       ? `Corps de la requête invalide : « ${base} » ${describe(error)}.`
       : `Corps de la requête invalide : il ${describe(error)}.`;
   }
-  const noun = part === 'params' ? 'Segment d’adresse' : 'Paramètre';
+  const noun = part === 'params' ? 'Segment d’adresse' : part === 'headers' ? 'En-tête' : 'Paramètre';
   if (error.keyword === 'required') return `${noun} « ${p.missingProperty} » obligatoire.`;
   if (error.keyword === 'additionalProperties') return `${noun} « ${p.additionalProperty} » non reconnu.`;
   return `${noun} « ${base} » invalide : il ${describe(error)}.`;

@@ -1,9 +1,18 @@
 import { connect } from 'node:net';
+import type { LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bearer, buildTestApp } from './support/app';
-import { addLicences, createOrgWithKeys } from './support/factories';
+import { takeAtomicPickingTurn } from '../db/enrolment';
+import { createEndpoint, recordEvent } from '../db/webhooks';
+import { buildApp } from '../src/app';
+import { countWebhookAttempts } from '../src/metrics';
+import { generateWebhookSecret } from '../src/webhooks/signature';
+import { startWebhookDelivery } from '../src/webhooks/worker';
+import { bearer, buildTestApp, testConfig, testContext } from './support/app';
+import { addLicences, createKey, createOrgWithKeys } from './support/factories';
 import { createProgramme } from './support/learning-fixture';
 import { useTestApp } from './support/lifecycle';
+import { eventually, startWebhookReceiver } from './support/webhook-receiver';
 
 // The edges every request may hit: values the code could not hold, bodies of the wrong kind,
 // what Fastify and Node's HTTP parser answer by themselves, methods, and the operators' routes. Each
@@ -77,6 +86,38 @@ describe('values the code cannot hold are refused by the contract, naming the pa
       const response = await get(`/v1/${resource}?${query}`);
       expectError(response, 400, new RegExp(`« ${name} »`));
     }
+  });
+
+  it.each([
+    ['offset=0x10', 'offset'],
+    ['offset=0b11', 'offset'],
+    ['offset=0o7', 'offset'],
+    ['year=2e3', 'year'],
+    ['limit=+5', 'limit'],
+    ['limit=%205%20', 'limit'],
+    ['limit=5.0', 'limit'],
+    ['limit=', 'limit'],
+    ['offset=-0.5', 'offset'],
+  ])('a number not written in plain decimal: %s', async (query, name) => {
+    const response = await get(`/v1/logins?${query}`);
+    expectError(response, 400, new RegExp(`^Paramètre « ${name} » invalide : il doit être un nombre entier écrit en chiffres décimaux`));
+  });
+
+  it('takes a plain decimal number, leading zeros included', async () => {
+    const response = await get('/v1/users?limit=05&offset=0&year=2026');
+    expect(response.statusCode).toBe(200);
+    expect(response.json().pagination).toMatchObject({ limit: 5, offset: 0 });
+  });
+
+  it('holds the If-None-Match header to its declared 1000 characters, naming it as the document does', async () => {
+    const tag = (length: number) => `W/"${'a'.repeat(length - 4)}"`;
+    expect(tag(1001)).toHaveLength(1001);
+    expectError(
+      await get('/v1/users', { ...bearer(org.readKey), 'If-None-Match': tag(1001) }),
+      400,
+      /^En-tête « If-None-Match » invalide : il doit contenir au plus 1000 caractères\.$/,
+    );
+    expect((await get('/v1/users', { ...bearer(org.readKey), 'if-none-match': tag(1000) })).statusCode).toBe(200);
   });
 
   it('says in words what a pattern means', async () => {
@@ -183,6 +224,61 @@ describe('what Fastify and Node answer by themselves, in the one error shape', (
     }
   });
 
+  it('an HTTP/1.1 request without Host: 400 in the one shape; HTTP/1.0 needs none', async () => {
+    const response = await raw(`GET /v1/summary HTTP/1.1\r\nAuthorization: Bearer ${org.readKey}\r\n\r\n`);
+    expect(response.status).toBe(400);
+    expect(response.headers).toMatch(/content-type: application\/json/i);
+    expect(JSON.parse(response.body)).toEqual({ error: expect.stringMatching(/en-tête Host est obligatoire/) });
+    const old = await raw(`GET /v1/summary HTTP/1.0\r\nAuthorization: Bearer ${org.readKey}\r\n\r\n`);
+    expect(old.status).toBe(200);
+    expect(JSON.parse(old.body)).toMatchObject({ resource: 'summary' });
+  });
+
+  it('an expectation other than 100-continue is ignored, as RFC 9110 allows: the request is served', async () => {
+    const response = await raw(`GET /v1/summary HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nAuthorization: Bearer ${org.readKey}\r\n\r\n`);
+    expect(response.status).toBe(200);
+    expect(JSON.parse(response.body)).toMatchObject({ resource: 'summary' });
+  });
+
+  it('CONNECT meets the routes like any method: 401 without a key, 405 with Allow, 404 elsewhere, then the connection closes', async () => {
+    const anonymous = await raw('CONNECT /v1/users HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(anonymous.status).toBe(401);
+    expect(JSON.parse(anonymous.body)).toEqual({ error: expect.stringMatching(/Clé API manquante/) });
+    const known = await raw(`CONNECT /v1/users HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.readKey}\r\n\r\n`);
+    expect(known.status).toBe(405);
+    expect(known.headers).toMatch(/^allow: GET, POST$/im);
+    expect(known.headers).toMatch(/^connection: close$/im);
+    expect(JSON.parse(known.body)).toEqual({ error: 'Méthode CONNECT non autorisée : cette adresse accepte GET, POST.' });
+    const tunnel = await raw('CONNECT exemple.fr:443 HTTP/1.1\r\nHost: exemple.fr:443\r\n\r\n');
+    expect(tunnel.status).toBe(404);
+    expect(JSON.parse(tunnel.body)).toEqual({ error: expect.stringMatching(/Adresse inconnue/) });
+  });
+
+  it('a 400 Fastify gives by itself with a code we do not map: a generic French sentence (not "not valid JSON"), its detail logged', async () => {
+    const lines: Record<string, any>[] = [];
+    const logged = await buildTestApp(fixture.db, { logLevel: 'info' }, { logStream: { write: (line) => lines.push(JSON.parse(line)) } });
+    try {
+      // The request body stream fails while Fastify reads it: Fastify answers 400 with that stream's error.
+      const response = await logged.inject({
+        method: 'POST',
+        url: '/v1/users',
+        headers: { ...bearer(org.writeKey), 'content-type': 'application/json' },
+        payload: '{"email": "a@exemple.fr"}',
+        simulate: { error: true, end: true, split: false, close: false },
+      });
+      expectError(response, 400, /^Requête invalide : vérifiez l’adresse, les en-têtes et le corps envoyés\.$/);
+      expect(lines).toContainEqual(
+        expect.objectContaining({
+          level: 30,
+          msg: 'requête refusée par le framework',
+          err: expect.objectContaining({ message: 'Simulated' }),
+        }),
+      );
+    } finally {
+      await logged.close();
+    }
+  });
+
   it('an unknown address outside the API: 404 in the same shape', async () => {
     const response = await fixture.app.inject({ method: 'GET', url: '/nulle-part' });
     expectError(response, 404, /Adresse inconnue/);
@@ -216,6 +312,42 @@ describe('the operators’ routes', () => {
     }
   });
 
+  it('answers HEAD on liveness and readiness like GET, without a body', async () => {
+    for (const url of ['/livez', '/readyz']) {
+      const [head, got] = [await fixture.app.inject({ method: 'HEAD', url }), await fixture.app.inject({ url })];
+      expect(head.statusCode, url).toBe(200);
+      expect(head.body, url).toBe('');
+      expect(head.headers['content-type']).toBe(got.headers['content-type']);
+      expect(head.headers['content-length']).toBe(got.headers['content-length']);
+    }
+    const onTheWire = await raw('HEAD /livez HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(onTheWire.status).toBe(200);
+    expect(onTheWire.body).toBe('');
+    // HEAD is still not offered below /v1 (see 'does not offer HEAD').
+  });
+
+  it('logs the operators’ routes at debug level, not info: probes come every few seconds', async () => {
+    const lines: { level: number; msg: string; req?: { url?: string } }[] = [];
+    const write = (line: string) => lines.push(JSON.parse(line));
+    const atInfo = await buildTestApp(fixture.db, { logLevel: 'info' }, { logStream: { write } });
+    const atDebug = await buildTestApp(fixture.db, { logLevel: 'debug' }, { logStream: { write } });
+    try {
+      for (const app of [atInfo, atDebug]) {
+        for (const url of ['/livez', '/readyz', '/metrics']) await app.inject({ url });
+        await app.inject({ method: 'HEAD', url: '/livez' });
+        await app.inject({ url: '/v1/summary', headers: bearer(org.readKey) });
+      }
+      const operational = lines.filter((line) => /^\/(livez|readyz|metrics)/.test(line.req?.url ?? ''));
+      expect(operational.length).toBeGreaterThanOrEqual(4);
+      expect(operational.every((line) => line.level === 20 && line.msg === 'requête d’exploitation servie')).toBe(true);
+      // The API's own requests are still logged at info.
+      expect(lines.filter((line) => line.level === 30 && line.req?.url === '/v1/summary')).toHaveLength(2);
+    } finally {
+      await atInfo.close();
+      await atDebug.close();
+    }
+  });
+
   it('serves Prometheus metrics: requests by route and status, rate-limit refusals, the webhook queue', async () => {
     const limited = await buildTestApp(fixture.db, { rateLimitPerMinute: 1 });
     const fresh = await createOrgWithKeys(fixture.db);
@@ -223,6 +355,8 @@ describe('the operators’ routes', () => {
       await limited.inject({ url: '/v1/summary', headers: bearer(fresh.readKey) });
       await limited.inject({ url: '/v1/summary', headers: bearer(fresh.readKey) });
       await limited.inject({ url: '/v1/users?limit=0', headers: bearer(fresh.writeKey) });
+      const another = await createKey(fixture.db, fresh.orgId, ['read', 'write']);
+      await limited.inject({ method: 'POST', url: '/v1/users', headers: bearer(another.key), payload: {} });
       const response = await limited.inject({ url: '/metrics' });
       expect(response.statusCode).toBe(200);
       expect(response.headers['content-type']).toMatch(/^text\/plain/);
@@ -230,7 +364,10 @@ describe('the operators’ routes', () => {
       expect(text).toMatch(/partner_api_http_requests_total\{route="\/v1\/summary",method="GET",status="200"\} 1/);
       expect(text).toMatch(/partner_api_http_requests_total\{route="\/v1\/summary",method="GET",status="429"\} 1/);
       expect(text).toMatch(/partner_api_http_requests_total\{route="\/v1\/users",method="GET",status="400"\} 1/);
-      expect(text).toMatch(/partner_api_http_request_duration_seconds_bucket\{le="0.1",route="\/v1\/summary",status="200"\}/);
+      expect(text).toMatch(/partner_api_http_request_duration_seconds_bucket\{le="0.1",route="\/v1\/summary",method="GET",status="200"\}/);
+      // GET and POST of one route are told apart in durations too.
+      expect(text).toMatch(/partner_api_http_request_duration_seconds_count\{route="\/v1\/users",method="GET",status="400"\} 1/);
+      expect(text).toMatch(/partner_api_http_request_duration_seconds_count\{route="\/v1\/users",method="POST",status="400"\} 1/);
       expect(text).toMatch(/partner_api_rate_limit_refusals_total\{bucket="key"\} 1/);
       expect(text).toMatch(/partner_api_webhook_queue_pending 0/);
       expect(text).toMatch(/partner_api_webhook_queue_oldest_due_seconds 0/);
@@ -240,6 +377,46 @@ describe('the operators’ routes', () => {
       expect(text).not.toMatch(/route="\/metrics"/);
     } finally {
       await limited.close();
+    }
+  });
+
+  it('counts webhook attempts by outcome: succeeded, failed (a retry is planned) and dead (the last attempt failed)', async () => {
+    const context = testContext(fixture.db);
+    const app = await buildApp(context);
+    const failing = await startWebhookReceiver(() => ({ status: 500 }));
+    const answering = await startWebhookReceiver();
+    // Two attempts at most: the failing endpoint's first attempt is `failed`, its second `dead`.
+    const worker = await startWebhookDelivery({
+      connectionString: fixture.url,
+      db: fixture.db,
+      config: testConfig({ webhookAllowInsecure: true, webhookRetryDelaysSeconds: [0.2], webhookTimeoutMs: 2000 }),
+      onAttempts: countWebhookAttempts(context.metrics),
+    });
+    try {
+      const hooks = await createOrgWithKeys(fixture.db, { name: 'Formations Crochets' });
+      for (const url of [failing.url, answering.url])
+        await createEndpoint(fixture.db, { orgId: hooks.orgId, url, secret: generateWebhookSecret(), eventTypes: ['learner.enrolled'] });
+      await recordEvent(fixture.db, {
+        orgId: hooks.orgId,
+        type: 'learner.enrolled',
+        data: {
+          learner: { user_id: '0f8c2d4e-6a1b-4c3d-8e9f-1a2b3c4d5e6f', email: 'claire.martin@exemple.fr', name: 'Claire Martin' },
+          status: 'active',
+          programmes: [],
+        },
+      });
+      const text = await eventually(
+        async () => (await app.inject({ url: '/metrics' })).body,
+        (body) => /partner_api_webhook_attempts_total\{outcome="dead"\} 1/.test(body),
+      );
+      expect(text).toMatch(/partner_api_webhook_attempts_total\{outcome="succeeded"\} 1\n/);
+      expect(text).toMatch(/partner_api_webhook_attempts_total\{outcome="failed"\} 1\n/);
+      expect(text).toMatch(/partner_api_webhook_attempts_total\{outcome="dead"\} 1\n/);
+      expect(failing.received).toHaveLength(2);
+    } finally {
+      await worker.stop();
+      await Promise.all([failing.close(), answering.close(), app.close()]);
+      await context.renderPool.close();
     }
   });
 
@@ -255,6 +432,79 @@ describe('the operators’ routes', () => {
       expect((await guess('203.0.113.2')).statusCode).toBe(401);
     } finally {
       await behind.close();
+    }
+  });
+});
+
+describe('the answer deadline (REQUEST_TIMEOUT_MS)', () => {
+  /** Sessions of this test database waiting for an advisory lock. */
+  const advisoryLockWaiters = async () =>
+    (
+      await sql<{ waiting: number }>`
+        select count(*)::int as waiting from pg_locks
+        where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`.execute(
+        fixture.db,
+      )
+    ).rows[0]!.waiting;
+
+  it('cuts a read that is late with a 503, but never a write: a slow enrolment answers its real outcome', async () => {
+    const hurried = await buildTestApp(fixture.db, { requestTimeoutMs: 100, rateLimitPerMinute: 100_000 });
+    const slow = await createOrgWithKeys(fixture.db, { name: 'Formations Lentes' });
+    await addLicences(fixture.db, slow.orgId, 'standard', 1);
+    /** Runs `during` while another transaction holds what `hold` takes. */
+    const whileHeld = async <T>(hold: (trx: typeof fixture.db) => Promise<unknown>, during: () => Promise<T>): Promise<T> => {
+      let release!: () => void;
+      let held!: () => void;
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const isHeld = new Promise<void>((resolve) => {
+        held = resolve;
+      });
+      const holder = fixture.db.transaction().execute(async (trx) => {
+        await hold(trx);
+        held();
+        await released;
+      });
+      await isHeld;
+      try {
+        return await during();
+      } finally {
+        release();
+        await holder;
+      }
+    };
+    try {
+      // A read blocked past the deadline: 503, try again.
+      const read = await whileHeld(
+        (trx) => sql`lock table memberships in access exclusive mode`.execute(trx),
+        () => hurried.inject({ url: '/v1/users', headers: bearer(slow.readKey) }),
+      );
+      expectError(read, 503, /n’a pas pu être préparée en 0.1 s/);
+
+      // An atomic batch waits for the organisation's turn to pick licences, held here until the
+      // enrolment is seen waiting for it, and then well past the deadline.
+      let enrolment!: Promise<LightMyRequestResponse>;
+      await whileHeld(
+        (trx) => takeAtomicPickingTurn(trx, slow.orgId),
+        async () => {
+          enrolment = hurried.inject({
+            method: 'POST',
+            url: '/v1/users',
+            headers: bearer(slow.writeKey),
+            payload: { users: [{ email: 'lente@exemple.fr' }], atomic: true },
+          });
+          await eventually(advisoryLockWaiters, (waiting) => waiting > 0);
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        },
+      );
+      const response = await enrolment;
+      expect(response.statusCode).toBe(200);
+      expect(response.json().results).toEqual([expect.objectContaining({ email: 'lente@exemple.fr', status: 'pending' })]);
+      const users = (await hurried.inject({ url: '/v1/users', headers: bearer(slow.readKey) })).json();
+      expect(users.data.map((user: { email: string }) => user.email)).toEqual(['lente@exemple.fr']);
+    } finally {
+      await hurried.close();
     }
   });
 });

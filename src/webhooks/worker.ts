@@ -38,8 +38,11 @@ export interface WebhookDeliveryOptions {
   /** Parallel pollers; each handles a batch of deliveries at once. */
   workers?: number;
   batchSize?: number;
-  /** Counts the attempts by outcome (the server's metrics). */
-  onAttempts?: (succeeded: number, failed: number) => void;
+  /**
+   * Counts one batch's attempts by outcome (the server's metrics, `countWebhookAttempts`):
+   * succeeded, failed with a retry planned, and failed as the delivery's last attempt (dead).
+   */
+  onAttempts?: (succeeded: number, failed: number, dead: number) => void;
 }
 
 export interface WebhookDelivery {
@@ -141,11 +144,10 @@ function deliverBatch(options: WebhookDeliveryOptions, agents: WebhookAgents, lo
   return async (jobs: PgBoss.Job<DeliveryJob>[]) => {
     const claimed = await claimDeliveries(db, [...new Set(jobs.map((job) => job.data.deliveryId))], leaseSeconds);
     const attempts = await Promise.all(claimed.map(send));
-    await recordAttempts(db, attempts, policy);
+    const recorded = await recordAttempts(db, attempts, policy);
     if (attempts.length > 0) {
-      const delivered = attempts.filter((a) => a.outcome.succeeded).length;
-      options.onAttempts?.(delivered, attempts.length - delivered);
-      log.debug({ webhookAttempts: attempts.length, delivered, failed: attempts.length - delivered }, 'webhooks : lot de tentatives');
+      options.onAttempts?.(recorded.succeeded, recorded.failed, recorded.dead);
+      log.debug({ webhookAttempts: attempts.length, ...recorded }, 'webhooks : lot de tentatives');
     }
   };
 }
