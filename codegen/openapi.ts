@@ -3190,9 +3190,9 @@ export interface components {
         };
         /**
          * @description Service momentanément indisponible : la base de données ne répond pas (arrêtée, injoignable ou
-         *     figée), la réponse n'a pas pu commencer dans le délai du serveur (15 s par défaut), ou
-         *     l'instance s'arrête (une autre répondra). Rien n'a été écrit. Réessayez après `Retry-After`
-         *     secondes.
+         *     figée), la réponse d'une lecture n'a pas pu commencer dans le délai du serveur (15 s par
+         *     défaut ; une écriture n'est jamais coupée par ce délai), ou l'instance s'arrête (une autre
+         *     répondra). Rien n'a été écrit. Réessayez après `Retry-After` secondes.
          */
         ServiceUnavailable: {
             headers: {
