@@ -3,7 +3,7 @@ import { type IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
 import { createHandlers } from '../handlers';
 import { createAuthenticator, createSecurityHandlers } from './auth';
@@ -220,9 +220,20 @@ async function registerApi(app: FastifyInstance, context: AppContext, document: 
         securityHandlers: createSecurityHandlers(),
       });
       api.setNotFoundHandler((request, reply) => notFoundOrNotAllowed(request, reply, declaredMethods));
+      // Fastify reads a request's body before it finds that no route takes it: a body it cannot read
+      // (malformed, too large, of another type, a QUERY without Content-Type) must not turn the 404
+      // or 405 into a 400, 413 or 415. Every other error goes on to the one error handler.
+      api.setErrorHandler((error: FastifyError, request, reply) => {
+        if (request.is404 && isBodyReadingError(error)) return notFoundOrNotAllowed(request, reply, declaredMethods);
+        throw error;
+      });
     },
     { prefix: apiPrefix },
   );
+}
+
+function isBodyReadingError(error: FastifyError): boolean {
+  return error.code?.startsWith('FST_ERR_CTP_') || error.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE' || error.statusCode === 415;
 }
 
 /** The document's paths as patterns of the URL below /v1, with the methods each declares. */

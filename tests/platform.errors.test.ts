@@ -56,6 +56,22 @@ describe('error bodies', () => {
   });
 
   it.each([
+    ['QUERY', '/v1/users', {}, undefined, 405],
+    ['PUT', '/v1/users', { 'content-type': 'application/json' }, '{pas du json', 405],
+    ['DELETE', '/v1/learners', { 'content-type': 'application/json' }, JSON.stringify({ a: 'x'.repeat(2 * 1024 * 1024) }), 405],
+    ['PATCH', '/v1/summary', { 'content-type': 'text/plain' }, 'bonjour', 405],
+    ['POST', '/v1/summary', { 'content-type': 'application/json' }, '', 405],
+    ['POST', '/v1/inconnu/chemin', { 'content-type': 'application/json' }, '{pas du json', 404],
+  ])('answers %s %s with a body it cannot read as 404 or 405, never 400, 413 or 415', async (method, url, headers, payload, status) => {
+    const response = await fixture.app.inject({ method: method as 'POST', url, headers: { ...bearer(key), ...headers }, payload });
+    expect(response.statusCode).toBe(status);
+    expect(response.json()).toEqual({ error: expect.stringMatching(status === 405 ? /^Méthode .* non autorisée/ : /^Adresse inconnue/) });
+    // Without a key, the key comes first, whatever the body.
+    const anonymous = await fixture.app.inject({ method: method as 'POST', url, headers, payload });
+    expect(anonymous.statusCode).toBe(401);
+  });
+
+  it.each([
     ['limit=0', 'limit', /supérieur ou égal à 1/],
     ['limit=5000', 'limit', /inférieur ou égal à 1000/],
     ['offset=-1', 'offset', /supérieur ou égal à 0/],
