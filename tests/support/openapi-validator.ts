@@ -9,6 +9,8 @@ import { loadOpenapiDocument } from '../../src/openapi-document';
  * every `$ref` resolves exactly as an integrator's tools resolve it.
  */
 const document = loadOpenapiDocument();
+/** The parsed openapi.yaml these validators judge by. */
+export const contractDocument: Record<string, any> = document;
 const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
 addFormats(ajv);
 ajv.addSchema(document, 'openapi.yaml');
@@ -16,7 +18,8 @@ const compiled = new Map<string, ValidateFunction>();
 
 const escapePointer = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1');
 
-function deref(node: any): any {
+/** The node a `$ref` of the document points to, followed until it is not a reference. */
+export function deref(node: any): any {
   while (node && typeof node === 'object' && typeof node.$ref === 'string') {
     node = node.$ref
       .replace(/^#\//, '')
@@ -65,4 +68,28 @@ export function webhookBodyErrors(body: { type: string }): string[] {
   if (!reference) return [`aucun schéma pour le type « ${body.type} »`];
   const validate = ajv.getSchema(`openapi.yaml${reference}`)!;
   return validate(body) ? [] : (validate.errors ?? []).map((error) => `${error.instancePath} ${error.message}`);
+}
+
+/** A schema of the document with every `$ref` replaced by its target, so that it compiles on its own. */
+function inlineReferences(node: any): any {
+  const target = deref(node);
+  if (Array.isArray(target)) return target.map(inlineReferences);
+  if (target === null || typeof target !== 'object') return target;
+  return Object.fromEntries(Object.entries(target).map(([key, value]) => [key, inlineReferences(value)]));
+}
+
+const compiledBySchema = new WeakMap<object, ValidateFunction>();
+
+/**
+ * The keywords a value breaks in one schema of the document (`type`, `maxLength`, `required`…;
+ * empty: valid), judged by Ajv 2020 on the value as given, with no coercion: the contract's own
+ * rules, whatever the server does with them.
+ */
+export function schemaViolations(schema: object, value: unknown): string[] {
+  let validate = compiledBySchema.get(schema);
+  if (!validate) {
+    validate = ajv.compile(inlineReferences(schema));
+    compiledBySchema.set(schema, validate);
+  }
+  return validate(value) ? [] : [...new Set((validate.errors ?? []).map((error) => error.keyword))];
 }
