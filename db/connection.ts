@@ -25,13 +25,77 @@ pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
  */
 export const preparedStatementMarker = /^\/\* prepared:([a-z_]+) \*\//;
 
-/** pg's client, naming the statements that carry the marker (Kysely passes SQL text and values). */
+/** pg's error for a query whose answer did not come within `query_timeout`. */
+const isReadTimeout = (error: unknown) => error instanceof Error && error.message === 'Query read timeout';
+
+/**
+ * pg-cursor, for Kysely's streams (CSV exports). On a read timeout it has the client give its
+ * connection up, and its `close` then returns at once: pg-cursor would wait for the server's
+ * ReadyForQuery forever, and the stream would never hand its connection back to the pool.
+ */
+class StreamCursor<Row = any> extends Cursor<Row> {
+  /** Set by the client the cursor is submitted to. */
+  onReadTimeout: (() => void) | undefined;
+
+  handleError(error: unknown): void {
+    // pg's read timer runs from submission and is not cleared for a cursor: a closed one ignores it.
+    if (isReadTimeout(error) && (this as unknown as { state: string }).state !== 'done') this.onReadTimeout?.();
+    (Cursor.prototype as unknown as { handleError(error: unknown): void }).handleError.call(this, error);
+  }
+
+  override close(callback?: (err: Error) => void): any {
+    const connection = (this as unknown as { connection: { stream: { destroyed: boolean } } | null }).connection;
+    if (connection?.stream.destroyed && callback === undefined) return Promise.resolve();
+    return super.close(callback);
+  }
+}
+
+/**
+ * pg's client, naming the statements that carry the marker (Kysely passes SQL text and values), and
+ * giving up its connection when a query outlives `query_timeout`.
+ */
 class PreparingClient extends pg.Client {
+  /** Whether this client ended its connection after a read timeout: later queries fail at once. */
+  #givenUp = false;
+
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    // A connection lost while the client is lent (PostgreSQL restarting or crashing, a reset) fails
+    // the query in flight, which answers 503; pg also emits it here, where the pool listens only
+    // while the client is idle: unheard, that event would end the process.
+    this.on('error', () => undefined);
+  }
+
+  /** Kysely calls it with SQL text and values (answered by a promise), or with a cursor (streams). */
   override query(...args: any[]): any {
     const [text, values] = args;
+    if (text instanceof StreamCursor) {
+      text.onReadTimeout = () => this.giveUp();
+      return super.query(text);
+    }
+    // A later statement of the same lease (a transaction's rollback) fails at once, as a database
+    // fault ('Connection terminated': 503) rather than pg's 'Client was closed'.
+    if (this.#givenUp) return Promise.reject(new Error('Connection terminated after a query read timeout'));
     const name = typeof text === 'string' && text.startsWith('/* prepared:') ? preparedStatementMarker.exec(text)?.[1] : undefined;
-    if (name !== undefined && args.length === 2) return super.query({ name, text, values });
-    return (super.query as (...rest: any[]) => any)(...args);
+    const answer =
+      name !== undefined && args.length === 2 ? super.query({ name, text, values }) : (super.query as (...rest: any[]) => any)(...args);
+    if (!(answer instanceof Promise)) return answer;
+    return answer.catch((error: unknown) => {
+      if (isReadTimeout(error)) this.giveUp();
+      throw error;
+    });
+  }
+
+  /**
+   * After a read timeout pg keeps the query pending and queues every later one behind it, so the
+   * connection would fail each request it is lent to, for as long as it stays open (a partition, a
+   * failover: the server's answer never comes). Ending it now (pg destroys the socket of a client
+   * with a query in flight) makes the pool drop it when it is released and open a new one.
+   */
+  private giveUp(): void {
+    if (this.#givenUp) return;
+    this.#givenUp = true;
+    this.end().catch(() => undefined);
   }
 }
 
@@ -59,12 +123,15 @@ export function createDb(connectionString: string, options: PoolOptions = {}): D
     max: poolSize,
     application_name: 'partner-api',
     Client: PreparingClient,
+    // Keepalive probes from 10 s of silence instead of the system's 2 hours: an idle connection to
+    // a server that vanished (a failover, a partition) is found dead in minutes, and replaced.
     keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     ...(connectTimeoutMs ? { connectionTimeoutMillis: connectTimeoutMs } : {}),
     ...(queryTimeoutMs ? { statement_timeout: queryTimeoutMs, query_timeout: queryTimeoutMs + 1000 } : {}),
   });
   // An idle connection that the server closes (restart, failover) must not crash the process: the
   // pool drops it and opens a new one on the next query.
   pool.on('error', onConnectionLost);
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool, cursor: Cursor }) });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool, cursor: StreamCursor }) });
 }

@@ -85,9 +85,15 @@ export async function openServerContext(config: Config): Promise<ServerContext> 
     async close(webhookTimeoutMs) {
       closing = true;
       clearInterval(sweeper);
-      await webhooks.stop(webhookTimeoutMs);
-      await renderPool.close();
-      await database.close();
+      // Each part is closed even when one before it fails, the database last: the worker uses it.
+      const parts: [string, () => Promise<void>][] = [
+        ['le worker des webhooks', () => webhooks.stop(webhookTimeoutMs)],
+        ['le rendu des PDF', () => renderPool.close()],
+        ['la base de données', () => database.close()],
+      ];
+      for (const [name, closePart] of parts) {
+        await closePart().catch((error: Error) => log?.warn({ err: { message: error.message } }, `arrêt : fermeture impossible (${name})`));
+      }
     },
   };
 }

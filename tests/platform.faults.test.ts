@@ -10,16 +10,21 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DB } from '../db/connection';
 import { migrateToLatest } from '../db/migrate';
+import { createEndpoint, type EventData, recordEvent } from '../db/webhooks';
 import { type RunningPostgres, serverUrlFor, startEmbeddedPostgres } from '../src/embedded-postgres';
+import { generateWebhookSecret } from '../src/webhooks/signature';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
 import { seededOrganisation } from './support/learning-factories';
 import { useTestDatabase } from './support/lifecycle';
 import { freePort } from './support/ports';
 import { projectRoot, type ServerProcess, startServerProcess } from './support/server-process';
+import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
+import { startWebhookReceiver } from './support/webhook-receiver';
 
 // Fault drills through real processes: PostgreSQL stopped, restarted and frozen under a running
-// server, a server stopped (SIGTERM) with connections that will not end by themselves, and the
-// operator commands writing more than a pipe holds.
+// server; the network to it cut without a word (a partition: a proxy that black-holes) or reset;
+// a server stopped (SIGTERM) with connections that will not end by themselves, or whose stop
+// hangs (the watchdog, a second signal); and the operator commands writing more than a pipe holds.
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -156,6 +161,169 @@ describe('PostgreSQL stopped, restarted and frozen under a running server', () =
     expect(thawed.status).toBe(200);
     expect(server.child.exitCode).toBeNull();
   }, 60_000);
+});
+
+describe('a network partition between a running server and PostgreSQL (a proxy that black-holes)', () => {
+  const database = useTestDatabase();
+  let proxy: TcpProxy;
+  let throughProxy: string;
+  let server: ServerProcess;
+  // Servers a test stops itself, killed after the last test if one is still running.
+  const stoppedByTests: ServerProcess[] = [];
+  let key: string;
+  const poolSize = 20; // src/context.ts
+  // One key each: the requests of one key share one statement in flight (src/request-counter.ts),
+  // so only distinct keys take as many connections as there are requests.
+  let keys: string[];
+  const environment = {
+    DB_CONNECT_TIMEOUT_MS: '1000',
+    DB_QUERY_TIMEOUT_MS: '1500',
+    REQUEST_TIMEOUT_MS: '5000',
+    RATE_LIMIT_PER_MINUTE: '100000',
+    WEBHOOK_ALLOW_INSECURE: '1',
+    LOG_LEVEL: 'warn',
+  };
+
+  beforeAll(async () => {
+    const org = await createOrgWithKeys(database.db);
+    key = org.readKey;
+    await addLearner(database.db, org.orgId, { email: 'claire@exemple.fr' });
+    keys = await Promise.all(Array.from({ length: poolSize + 10 }, async () => (await createKey(database.db, org.orgId, ['read'])).key));
+    const direct = new URL(database.url);
+    proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port) });
+    const url = new URL(database.url);
+    url.port = String(proxy.port);
+    throughProxy = url.toString();
+    server = await startServerProcess(throughProxy, environment);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([server, ...stoppedByTests].map((each) => each?.stop('SIGKILL')));
+    await proxy?.close();
+  });
+
+  /** A request for each key at once (more than the pool holds): their statuses, and the slowest time. */
+  async function burst() {
+    const answers = await Promise.all(keys.map((each) => call(server, each)));
+    return { statuses: new Set(answers.map((answer) => answer.status)), slowestMs: Math.max(...answers.map((answer) => answer.ms)) };
+  }
+
+  it('answers 503 within seconds while black-holed, more requests than the pool holds included, and the same process serves every request again once the network is back', async () => {
+    // Every connection of the pool open, so that the partition catches them all.
+    expect((await burst()).statuses).toEqual(new Set([200]));
+
+    proxy.blackHole();
+    const cut = await call(server, key);
+    expect(cut.status).toBe(503);
+    expect(Number(cut.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(cut.ms).toBeLessThan(4000);
+    expect((await call(server, null, '/readyz')).status).toBe(503);
+    // The pool saturated: each answered fast, none hangs.
+    const saturated = await burst();
+    expect(saturated.statuses).toEqual(new Set([503]));
+    expect(saturated.slowestMs).toBeLessThan(6000);
+
+    proxy.restore();
+    const restoredAt = Date.now();
+    const back = await until(
+      () => call(server, key),
+      (answer) => answer.status === 200,
+      10_000,
+    );
+    expect(back.status).toBe(200);
+    const recoveryMs = Date.now() - restoredAt;
+    expect(recoveryMs).toBeLessThan(5000);
+    // No connection left in the pool that the partition caught: every request of a burst larger
+    // than the pool is served, and fast (one that got such a connection would wait for its timeout).
+    const after = await burst();
+    expect(after.statuses).toEqual(new Set([200]));
+    expect(after.slowestMs).toBeLessThan(2000);
+    expect((await call(server, null, '/readyz')).status).toBe(200);
+    expect(server.child.exitCode).toBeNull();
+    console.info(
+      `partition: first 503 in ${cut.ms} ms, ${poolSize + 10} at once all 503 within ${saturated.slowestMs} ms; ` +
+        `back: 200 after ${recoveryMs} ms, then ${poolSize + 10} at once all 200 within ${after.slowestMs} ms`,
+    );
+  }, 60_000);
+
+  // Fails today: pg-boss's own pool (src/webhooks/worker.ts) has no connection or query timeout, so
+  // its pollers wait forever on the connections the partition caught; the LISTEN connection is idle
+  // and notices nothing either. To enable with the worker's fix.
+  it.skip('delivers webhooks again once the network is back', async () => {
+    const receiver = await startWebhookReceiver();
+    const org = await createOrgWithKeys(database.db);
+    await createEndpoint(database.db, {
+      orgId: org.orgId,
+      url: receiver.url,
+      secret: generateWebhookSecret(),
+      eventTypes: ['learner.enrolled'],
+    });
+    const data = { learner: null, status: 'pending', programmes: [] } as unknown as EventData<'learner.enrolled'>;
+    try {
+      const recordedAt = Date.now();
+      await recordEvent(database.db, { orgId: org.orgId, type: 'learner.enrolled', data });
+      await receiver.waitFor((received) => received.length >= 1, 10_000);
+      expect(Date.now() - recordedAt).toBeLessThan(10_000);
+    } finally {
+      await receiver.close();
+    }
+  }, 30_000);
+
+  it('lives on when its connections are reset while their queries run, and answers 503 meanwhile', async () => {
+    proxy.blackHole();
+    const inFlight = Promise.all([call(server, key), call(server, key, '/summary')]);
+    await sleep(300);
+    proxy.resetClients();
+    const answers = await inFlight;
+    expect(answers.map((answer) => answer.status)).toEqual([503, 503]);
+    proxy.restore();
+    const back = await until(
+      () => call(server, key),
+      (answer) => answer.status === 200,
+      10_000,
+    );
+    expect(back.status).toBe(200);
+    expect(server.child.exitCode).toBeNull();
+  }, 30_000);
+
+  // What holds these stops is the webhook worker closing its connections across the partition:
+  // their end is never acknowledged, as when the network is really cut.
+  it('leaves at once, code 1, on a second signal while stopping; a repeat within a second is the same Ctrl-C', async () => {
+    const stopping = await startServerProcess(throughProxy, { ...environment, SHUTDOWN_TIMEOUT_MS: '10000' });
+    stoppedByTests.push(stopping);
+    proxy.blackHole();
+    try {
+      const exited = new Promise<number | null>((resolve) => stopping.child.once('exit', resolve));
+      stopping.child.kill('SIGTERM');
+      // From a terminal, npm passes Ctrl-C on to the server, which also gets it directly.
+      stopping.child.kill('SIGTERM');
+      await sleep(1500);
+      expect(stopping.child.exitCode).toBeNull();
+      const secondAt = Date.now();
+      stopping.child.kill('SIGINT');
+      expect(await exited).toBe(1);
+      expect(Date.now() - secondAt).toBeLessThan(1000);
+      expect(stopping.output()).toMatch(/SIGINT reçu pendant l’arrêt : sortie immédiate/);
+    } finally {
+      proxy.restore();
+    }
+  }, 30_000);
+
+  it('leaves, code 1, when stopping outlasts SHUTDOWN_TIMEOUT_MS by its margin (3 s)', async () => {
+    const stopping = await startServerProcess(throughProxy, { ...environment, SHUTDOWN_TIMEOUT_MS: '1000' });
+    stoppedByTests.push(stopping);
+    proxy.blackHole();
+    try {
+      const started = Date.now();
+      expect(await stopping.stop('SIGTERM')).toBe(1);
+      const ms = Date.now() - started;
+      expect(ms).toBeGreaterThanOrEqual(1000 + 3000 - 100);
+      expect(ms).toBeLessThan(1000 + 3000 + 1500);
+      expect(stopping.output()).toMatch(/arrêt toujours en cours après 4 s : sortie forcée/);
+      console.info(`stop held by the partition: forced exit after ${ms} ms (SHUTDOWN_TIMEOUT_MS 1000 + 3000)`);
+    } finally {
+      proxy.restore();
+    }
+  }, 30_000);
 });
 
 describe('SIGTERM', () => {

@@ -33,7 +33,7 @@ export async function startServerProcess(databaseUrl: string, environment: Recor
     output += chunk;
   });
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`le serveur n’a pas démarré :\n${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`the server did not start:\n${output}`)), 30_000);
     const check = () => {
       const match = /API partenaires prête : (\S+)/.exec(output);
       if (match) {
@@ -44,7 +44,7 @@ export async function startServerProcess(databaseUrl: string, environment: Recor
     child.stdout!.on('data', check);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`le serveur s’est arrêté (${code}) :\n${output}`));
+      reject(new Error(`the server exited (${code}) before listening:\n${output}`));
     });
   });
   return {
