@@ -25,41 +25,65 @@ pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
  */
 export const preparedStatementMarker = /^\/\* prepared:([a-z_]+) \*\//;
 
-/** pg's error for a query whose answer did not come within `query_timeout`. */
-const isReadTimeout = (error: unknown) => error instanceof Error && error.message === 'Query read timeout';
+/** pg's error for a query whose answer did not come within its `query_timeout`. */
+const readTimeoutMessage = 'Query read timeout';
+const isReadTimeout = (error: unknown) => error instanceof Error && error.message === readTimeoutMessage;
 
 /**
- * pg-cursor, for Kysely's streams (CSV exports). On a read timeout it has the client give its
- * connection up, and its `close` then returns at once: pg-cursor would wait for the server's
+ * pg-cursor, for Kysely's streams (CSV exports), with a time limit on each read rather than on the
+ * whole stream: an export to a slow reader may last minutes, each chunk must come within the limit.
+ * (PostgreSQL's statement_timeout runs from a portal's first read to its last, so the client lifts
+ * it for the cursor and sets it again on close.) On a read past the limit it has the client give
+ * its connection up, and its `close` then returns at once: pg-cursor would wait for the server's
  * ReadyForQuery forever, and the stream would never hand its connection back to the pool.
  */
 class StreamCursor<Row = any> extends Cursor<Row> {
-  /** Set by the client the cursor is submitted to. */
+  /** Set by the client the cursor is submitted to: its answer time limit, how it gives up, what it does once closed. */
+  readTimeoutMs = 0;
   onReadTimeout: (() => void) | undefined;
+  afterClose: (() => Promise<unknown>) | undefined;
 
-  handleError(error: unknown): void {
-    // pg's read timer runs from submission and is not cleared for a cursor: a closed one ignores it.
-    if (isReadTimeout(error) && (this as unknown as { state: string }).state !== 'done') this.onReadTimeout?.();
-    (Cursor.prototype as unknown as { handleError(error: unknown): void }).handleError.call(this, error);
+  override read(rows: number, callback?: any): any {
+    if (callback !== undefined || this.readTimeoutMs === 0) return super.read(rows, callback);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        this.onReadTimeout?.();
+        reject(new Error(readTimeoutMessage));
+      }, this.readTimeoutMs);
+    });
+    return Promise.race([super.read(rows), late]).finally(() => clearTimeout(timer));
   }
 
   override close(callback?: (err: Error) => void): any {
     const connection = (this as unknown as { connection: { stream: { destroyed: boolean } } | null }).connection;
     if (connection?.stream.destroyed && callback === undefined) return Promise.resolve();
-    return super.close(callback);
+    if (callback !== undefined) return super.close(callback);
+    return super.close().then(() => this.afterClose?.());
   }
 }
 
+/** The pool's options as each client receives them, with ours. */
+type ClientOptions = pg.ClientConfig & { answerTimeoutMs?: number; statement_timeout?: number };
+
 /**
- * pg's client, naming the statements that carry the marker (Kysely passes SQL text and values), and
- * giving up its connection when a query outlives `query_timeout`.
+ * pg's client, naming the statements that carry the marker (Kysely passes SQL text and values),
+ * limiting the time each answer may take, and giving up its connection when one does not come.
  */
 class PreparingClient extends pg.Client {
   /** Whether this client ended its connection after a read timeout: later queries fail at once. */
   #givenUp = false;
+  /**
+   * Set per query (statements) or per read (streams), not as pg's `query_timeout`, which pg would
+   * also start for a whole cursor and never clear: it would cut every export that outlasts it.
+   */
+  readonly #answerTimeoutMs: number;
+  readonly #statementTimeoutMs: number;
 
-  constructor(config?: string | pg.ClientConfig) {
+  constructor(config: ClientOptions = {}) {
     super(config);
+    this.#answerTimeoutMs = config.answerTimeoutMs ?? 0;
+    this.#statementTimeoutMs = config.statement_timeout ?? 0;
     // A connection lost while the client is lent (PostgreSQL restarting or crashing, a reset) fails
     // the query in flight, which answers 503; pg also emits it here, where the pool listens only
     // while the client is idle: unheard, that event would end the process.
@@ -70,17 +94,22 @@ class PreparingClient extends pg.Client {
   override query(...args: any[]): any {
     const [text, values] = args;
     if (text instanceof StreamCursor) {
+      text.readTimeoutMs = this.#answerTimeoutMs;
       text.onReadTimeout = () => this.giveUp();
+      if (this.#statementTimeoutMs > 0) {
+        // Queued before the cursor, and the connection's limit set again before it is released.
+        super.query('set statement_timeout to 0').catch(() => undefined);
+        text.afterClose = () => super.query(`set statement_timeout to ${this.#statementTimeoutMs}`).catch(() => undefined);
+      }
       return super.query(text);
     }
+    if (typeof text !== 'string') return (super.query as (...rest: any[]) => any)(...args);
     // A later statement of the same lease (a transaction's rollback) fails at once, as a database
     // fault ('Connection terminated': 503) rather than pg's 'Client was closed'.
     if (this.#givenUp) return Promise.reject(new Error('Connection terminated after a query read timeout'));
-    const name = typeof text === 'string' && text.startsWith('/* prepared:') ? preparedStatementMarker.exec(text)?.[1] : undefined;
-    const answer =
-      name !== undefined && args.length === 2 ? super.query({ name, text, values }) : (super.query as (...rest: any[]) => any)(...args);
-    if (!(answer instanceof Promise)) return answer;
-    return answer.catch((error: unknown) => {
+    const name = text.startsWith('/* prepared:') ? preparedStatementMarker.exec(text)?.[1] : undefined;
+    const timeout = this.#answerTimeoutMs > 0 ? { query_timeout: this.#answerTimeoutMs } : {};
+    return super.query({ text, values, ...(name === undefined ? {} : { name }), ...timeout }).catch((error: unknown) => {
       if (isReadTimeout(error)) this.giveUp();
       throw error;
     });
@@ -128,7 +157,7 @@ export function createDb(connectionString: string, options: PoolOptions = {}): D
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     ...(connectTimeoutMs ? { connectionTimeoutMillis: connectTimeoutMs } : {}),
-    ...(queryTimeoutMs ? { statement_timeout: queryTimeoutMs, query_timeout: queryTimeoutMs + 1000 } : {}),
+    ...(queryTimeoutMs ? { statement_timeout: queryTimeoutMs, answerTimeoutMs: queryTimeoutMs + 1000 } : {}),
   });
   // An idle connection that the server closes (restart, failover) must not crash the process: the
   // pool drops it and opens a new one on the next query.
