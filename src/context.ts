@@ -3,7 +3,7 @@ import type { DB } from '../db/connection';
 import type { Config } from './config';
 import { openDatabase } from './database';
 import { type DemoKeys, seedDemoOnFirstStart } from './demo';
-import { createMetrics, type Metrics } from './metrics';
+import { countWebhookAttempts, createMetrics, type Metrics } from './metrics';
 import { createRenderPool, type RenderPool } from './pdf/render-pool';
 import { startWebhookDelivery } from './webhooks/worker';
 
@@ -61,10 +61,7 @@ export async function openServerContext(config: Config): Promise<ServerContext> 
     db: database.db,
     config,
     log: forwardingLog,
-    onAttempts: (succeeded, failed) => {
-      metrics.webhookAttempts.inc({ outcome: 'succeeded' }, succeeded);
-      metrics.webhookAttempts.inc({ outcome: 'failed' }, failed);
-    },
+    onAttempts: countWebhookAttempts(metrics),
   });
   const sweeper = setInterval(() => {
     deleteIdleBuckets(database.db, config.rateLimitWindowSeconds).catch((error) =>

@@ -175,6 +175,8 @@ describe('a network partition between a running server and PostgreSQL (a proxy t
   // One key each: the requests of one key share one statement in flight (src/request-counter.ts),
   // so only distinct keys take as many connections as there are requests.
   let keys: string[];
+  /** When the partition test let the network through again. */
+  let networkBackAt: Date;
   const environment = {
     DB_CONNECT_TIMEOUT_MS: '1000',
     DB_QUERY_TIMEOUT_MS: '1500',
@@ -224,6 +226,7 @@ describe('a network partition between a running server and PostgreSQL (a proxy t
 
     proxy.restore();
     const restoredAt = Date.now();
+    networkBackAt = new Date(restoredAt);
     const back = await until(
       () => call(server, key),
       (answer) => answer.status === 200,
@@ -245,10 +248,19 @@ describe('a network partition between a running server and PostgreSQL (a proxy t
     );
   }, 60_000);
 
-  // Fails today: pg-boss's own pool (src/webhooks/worker.ts) has no connection or query timeout, so
-  // its pollers wait forever on the connections the partition caught; the LISTEN connection is idle
-  // and notices nothing either. To enable with the worker's fix.
-  it.skip('delivers webhooks again once the network is back', async () => {
+  // The webhook worker's own connections (pg-boss's pool, the LISTEN one) were caught by the
+  // partition too: they give up on their time limits and are opened again.
+  it('delivers webhooks again once the network is back, and listens for commits on a new connection', async () => {
+    // The LISTEN connection caught by the partition stays silent; its periodic check finds it
+    // dead and a new one listens (5 s between checks, 2.5 s to give up here).
+    const listening = async () =>
+      (
+        await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+          where application_name = 'partner-api-webhooks-listen' and backend_start > ${networkBackAt}`.execute(database.db)
+      ).rows[0]!.n;
+    const deadline = Date.now() + 15_000;
+    while ((await listening()) === 0 && Date.now() < deadline) await sleep(250);
+    expect(await listening()).toBe(1);
     const receiver = await startWebhookReceiver();
     const org = await createOrgWithKeys(database.db);
     await createEndpoint(database.db, {

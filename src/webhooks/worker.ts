@@ -33,7 +33,15 @@ export interface WebhookDeliveryOptions {
   /** The database of the deliveries: pg-boss and the wake-up listener get connections of their own. */
   connectionString: string;
   db: DB;
-  config: Pick<Config, 'webhookRetryDelaysSeconds' | 'webhookTimeoutMs' | 'webhookDisableAfter' | 'webhookAllowInsecure'>;
+  config: Pick<
+    Config,
+    | 'webhookRetryDelaysSeconds'
+    | 'webhookTimeoutMs'
+    | 'webhookDisableAfter'
+    | 'webhookAllowInsecure'
+    | 'databaseConnectTimeoutMs'
+    | 'databaseQueryTimeoutMs'
+  >;
   log?: Logger;
   /** Parallel pollers; each handles a batch of deliveries at once. */
   workers?: number;
@@ -55,6 +63,8 @@ const sweepGraceSeconds = 10;
 const sweepEveryMs = 5_000;
 /** Waits between attempts to LISTEN again after the connection dropped (the database restarting). */
 const relistenDelaysMs = [250, 500, 1000, 2000, 5000];
+/** How often the LISTEN connection is asked whether it still answers. */
+const listenHeartbeatMs = 5_000;
 
 const silentLog: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
@@ -70,7 +80,7 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
   const boss = await startQueue(options, log, state);
   const agents = createWebhookAgents();
   const pollers = await startPollers(boss, deliverBatch(options, agents, log), options);
-  const listener = await listenForCommits(options.connectionString, () => pollers.wakeAll(), log, state);
+  const listener = await listenForCommits(options, () => pollers.wakeAll(), log, state);
   const sweeper = setInterval(() => {
     requeueOverdueDeliveries(options.db, { graceSeconds: sweepGraceSeconds, limit: 1000 })
       .then((count) => {
@@ -95,10 +105,20 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
 
 /** pg-boss on connections of its own, with its queue; its errors logged briefly, and quietly while stopping. */
 async function startQueue(options: WebhookDeliveryOptions, log: Logger, state: { stopped: boolean }): Promise<PgBoss> {
+  // The same limits as the server's pool: after a partition or a failover, a poller waits a few
+  // seconds on a dead connection, not forever, and the pool replaces it (pg-pool drops a client
+  // whose query failed). pg-boss hands its options to pg.Pool, which its types do not say.
+  const poolLimits: pg.PoolConfig = {
+    connectionTimeoutMillis: options.config.databaseConnectTimeoutMs,
+    query_timeout: options.config.databaseQueryTimeoutMs + 1000,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  };
   const boss = new PgBoss({
     connectionString: options.connectionString,
     max: 4,
     application_name: 'partner-api-webhooks',
+    ...(poolLimits as object),
     schedule: false,
     supervise: true,
     migrate: true,
@@ -174,16 +194,24 @@ async function startPollers(boss: PgBoss, handle: (jobs: PgBoss.Job<DeliveryJob>
 /**
  * One connection LISTENs for committed deliveries and wakes the pollers. When it drops (the
  * database restarting), it is opened again as soon as the database answers; meanwhile polling
- * still delivers.
+ * still delivers. An idle connection notices nothing of a partition or a failover, so it is asked
+ * a `select 1` now and then: no answer in time counts as a drop.
  */
-async function listenForCommits(connectionString: string, wake: () => void, log: Logger, state: { stopped: boolean }) {
+async function listenForCommits(
+  options: Pick<WebhookDeliveryOptions, 'connectionString' | 'config'>,
+  wake: () => void,
+  log: Logger,
+  state: { stopped: boolean },
+) {
   let listener: pg.Client | null = null;
   const listenOnce = async () => {
     const client = new pg.Client({
-      connectionString,
+      connectionString: options.connectionString,
       application_name: 'partner-api-webhooks-listen',
       keepAlive: true,
-      connectionTimeoutMillis: 5_000,
+      keepAliveInitialDelayMillis: 10_000,
+      connectionTimeoutMillis: options.config.databaseConnectTimeoutMs,
+      query_timeout: options.config.databaseQueryTimeoutMs + 1000,
     });
     client.on('notification', wake);
     client.on('error', (error) => {
@@ -216,8 +244,14 @@ async function listenForCommits(connectionString: string, wake: () => void, log:
     }
   };
   await listenOnce();
+  const heartbeat = setInterval(() => {
+    const client = listener;
+    client?.query('select 1').catch((error: Error) => client.emit('error', error));
+  }, listenHeartbeatMs);
+  heartbeat.unref();
   return {
     async close() {
+      clearInterval(heartbeat);
       const closing = listener;
       listener = null;
       await closing?.end().catch(() => undefined);
