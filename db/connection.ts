@@ -55,6 +55,15 @@ class StreamCursor<Row = any> extends Cursor<Row> {
     return Promise.race([super.read(rows), late]).finally(() => clearTimeout(timer));
   }
 
+  /**
+   * pg starts its `query_timeout` for a cursor too, from submission, and never clears it: that
+   * whole-life limit is not the cursor's (each read has its own, above), so its error is ignored.
+   */
+  handleError(error: unknown): void {
+    if (isReadTimeout(error)) return;
+    (Cursor.prototype as unknown as { handleError(error: unknown): void }).handleError.call(this, error);
+  }
+
   override close(callback?: (err: Error) => void): any {
     const connection = (this as unknown as { connection: { stream: { destroyed: boolean } } | null }).connection;
     if (connection?.stream.destroyed && callback === undefined) return Promise.resolve();
@@ -63,8 +72,8 @@ class StreamCursor<Row = any> extends Cursor<Row> {
   }
 }
 
-/** The pool's options as each client receives them, with ours. */
-type ClientOptions = pg.ClientConfig & { answerTimeoutMs?: number; statement_timeout?: number };
+/** The pool's options as each client receives them. */
+type ClientOptions = pg.ClientConfig & { query_timeout?: number; statement_timeout?: number };
 
 /**
  * pg's client, naming the statements that carry the marker (Kysely passes SQL text and values),
@@ -73,16 +82,13 @@ type ClientOptions = pg.ClientConfig & { answerTimeoutMs?: number; statement_tim
 class PreparingClient extends pg.Client {
   /** Whether this client ended its connection after a read timeout: later queries fail at once. */
   #givenUp = false;
-  /**
-   * Set per query (statements) or per read (streams), not as pg's `query_timeout`, which pg would
-   * also start for a whole cursor and never clear: it would cut every export that outlasts it.
-   */
+  /** pg's `query_timeout`, which a cursor applies to each of its reads instead. */
   readonly #answerTimeoutMs: number;
   readonly #statementTimeoutMs: number;
 
   constructor(config: ClientOptions = {}) {
     super(config);
-    this.#answerTimeoutMs = config.answerTimeoutMs ?? 0;
+    this.#answerTimeoutMs = config.query_timeout ?? 0;
     this.#statementTimeoutMs = config.statement_timeout ?? 0;
     // A connection lost while the client is lent (PostgreSQL restarting or crashing, a reset) fails
     // the query in flight, which answers 503; pg also emits it here, where the pool listens only
@@ -108,8 +114,9 @@ class PreparingClient extends pg.Client {
     // fault ('Connection terminated': 503) rather than pg's 'Client was closed'.
     if (this.#givenUp) return Promise.reject(new Error('Connection terminated after a query read timeout'));
     const name = text.startsWith('/* prepared:') ? preparedStatementMarker.exec(text)?.[1] : undefined;
-    const timeout = this.#answerTimeoutMs > 0 ? { query_timeout: this.#answerTimeoutMs } : {};
-    return super.query({ text, values, ...(name === undefined ? {} : { name }), ...timeout }).catch((error: unknown) => {
+    // Text and values as they come (pg copies a config object on every query).
+    const answer: Promise<unknown> = name === undefined ? super.query(text, values) : super.query({ name, text, values });
+    return answer.catch((error: unknown) => {
       if (isReadTimeout(error)) this.giveUp();
       throw error;
     });
@@ -157,7 +164,7 @@ export function createDb(connectionString: string, options: PoolOptions = {}): D
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     ...(connectTimeoutMs ? { connectionTimeoutMillis: connectTimeoutMs } : {}),
-    ...(queryTimeoutMs ? { statement_timeout: queryTimeoutMs, answerTimeoutMs: queryTimeoutMs + 1000 } : {}),
+    ...(queryTimeoutMs ? { statement_timeout: queryTimeoutMs, query_timeout: queryTimeoutMs + 1000 } : {}),
   });
   // An idle connection that the server closes (restart, failover) must not crash the process: the
   // pool drops it and opens a new one on the next query.
