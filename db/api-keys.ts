@@ -29,25 +29,55 @@ export interface CountedRequests {
  * Takes $requests requests from a bucket's budget of $limit per $window seconds, over any window
  * (sliding): accepted requests are counted per second of the database clock (which every server
  * process shares), and a request is accepted while the window's seconds and the one before it hold
- * fewer than the limit. The counters are shifted to the current second first. `granted` is written
- * with the row so the statement can read back its own share.
+ * fewer than the limit. The bucket keeps the current second's count apart from the seconds before
+ * it, and their sum: the statement runs for every request (or batch of one key's requests), and in
+ * its common case, another request in the same second, it only adds to two integers. When the
+ * second has changed, the counters shift first and the seconds that left the window are
+ * subtracted. `granted` is written with the row so the statement can read back its own share.
  */
 function takeFromBucket(rows: string, params: { requests: string; limit: string; windowSeconds: string }): string {
-  const { requests, limit, windowSeconds } = params;
-  const slots = `(${windowSeconds} + 1)`;
+  const { requests, limit, windowSeconds: window } = params;
+  const elapsed = '(excluded.newest_second - l.newest_second)';
+  // Every second still counted, oldest first: the window's seconds and the current one.
+  const seconds = '(l.counts || l.current_count)';
+  const inWindowNow = `(case when ${elapsed} <= 0 then l.in_window when ${elapsed} > ${window} then 0
+    else l.in_window - rate_limit_sum(${seconds}[1:${elapsed}]) end)`;
+  const room = `greatest(0, least(${requests}, ${limit} - ${inWindowNow}))`;
+  const first = `least(${requests}, ${limit})`;
   return `
-    insert into rate_limit_slots as l (bucket, newest_second, counts, granted)
-    select bucket, floor(extract(epoch from clock_timestamp()))::bigint,
-      array_fill(0, array[${slots} - 1]) || least(${requests}, ${limit}), least(${requests}, ${limit}) from (${rows}) r
-    on conflict (bucket) do update set (newest_second, counts, granted) = (
-      select now_second, shifted[1:${slots} - 1] || (shifted[${slots}] + room), room
-      from (select now_second, shifted, greatest(0, least(${requests}, ${limit} - (select sum(c) from unnest(shifted) c)))::int as room
-        from (select now_second, array(select coalesce(l.counts[j + now_second - l.newest_second], 0) from generate_series(1, ${slots}) j order by j) as shifted
-          from (select greatest(l.newest_second, floor(extract(epoch from clock_timestamp()))::bigint) as now_second) at_now) aligned) with_room)
-    returning granted, (select sum(c) from unnest(counts) c)::int as in_window,
-      -- The oldest second still counted leaves the window this long from now.
-      greatest(1, ceil(newest_second + (select min(j) from generate_series(1, ${slots}) j where counts[j] > 0)
-        - extract(epoch from clock_timestamp())))::int as reset_seconds`;
+    insert into rate_limit_slots as l (bucket, newest_second, counts, current_count, in_window, granted)
+    select bucket, floor(extract(epoch from clock_timestamp()))::bigint, array_fill(0, array[${window}]), ${first}, ${first}, ${first}
+    from (${rows}) r
+    on conflict (bucket) do update set
+      newest_second = greatest(l.newest_second, excluded.newest_second),
+      granted = ${room},
+      in_window = ${inWindowNow} + ${room},
+      current_count = case when ${elapsed} <= 0 then l.current_count + ${room} else ${room} end,
+      counts = case when ${elapsed} <= 0 then l.counts
+        when ${elapsed} > ${window} then array_fill(0, array[${window}])
+        else ${seconds}[${elapsed} + 1:] || array_fill(0, array[(${elapsed} - 1)::int]) end
+    returning granted, in_window, newest_second, counts, current_count, extract(epoch from clock_timestamp()) as counted_at`;
+}
+
+/** What the statements return of the bucket just counted. */
+interface CountedRow {
+  granted: number;
+  in_window: number;
+  newest_second: number;
+  counts: number[];
+  current_count: number;
+  counted_at: number;
+}
+
+/** The rate limit's figures: the share granted, the requests in the window, and when a place frees. */
+function countedRequests(row: CountedRow): CountedRequests {
+  // counts[i] counts the second `newest_second - window + i` (i = window: the current second), which
+  // stops being counted once the clock reaches `newest_second + i + 1`: the oldest second still
+  // counted frees the first place.
+  const earlier = row.counts.findIndex((count) => count > 0);
+  const oldest = earlier >= 0 ? earlier : row.counts.length;
+  const resetSeconds = Math.max(1, Math.ceil(row.newest_second + oldest + 1 - row.counted_at));
+  return { granted: row.granted, inWindow: row.in_window, resetSeconds };
 }
 
 /**
@@ -66,7 +96,7 @@ const keyAndCountStatement = `/* prepared:api_key_request */
     limit: '$3::int',
     windowSeconds: '$4::int',
   })})
-  select found.*, counted.granted, counted.in_window, counted.reset_seconds
+  select found.*, counted.granted, counted.in_window, counted.newest_second, counted.counts, counted.current_count, counted.counted_at
   from found left join counted on true`;
 
 export async function findKeyAndCountRequests(
@@ -88,7 +118,10 @@ export async function findKeyAndCountRequests(
         expired: boolean;
         granted: number | null;
         in_window: number | null;
-        reset_seconds: number | null;
+        newest_second: number | null;
+        counts: number[] | null;
+        current_count: number | null;
+        counted_at: number | null;
       }
     | undefined;
   if (!row) return null;
@@ -100,17 +133,17 @@ export async function findKeyAndCountRequests(
     revoked: row.revoked,
     expiresAt: row.expires_at,
     expired: row.expired,
-    counted: row.granted === null ? null : { granted: row.granted, inWindow: row.in_window!, resetSeconds: row.reset_seconds! },
+    counted: row.granted === null ? null : countedRequests(row as CountedRow),
   };
 }
 
-const bucketCountStatement = `/* prepared:bucket_request */ ${takeFromBucket('select $1::text as bucket', { requests: '1', limit: '$2::int', windowSeconds: '$3::int' })}`;
+const bucketCountStatement = `/* prepared:bucket_request */
+  ${takeFromBucket('select $1::text as bucket', { requests: '1', limit: '$2::int', windowSeconds: '$3::int' })}`;
 
 /** Counts one request against a bucket's budget (callers without a usable key, by address). */
 export async function countRequest(db: DB, bucket: string, limit: number, windowSeconds: number): Promise<CountedRequests> {
   const result = await db.executeQuery(CompiledQuery.raw(bucketCountStatement, [bucket, limit, windowSeconds]));
-  const row = result.rows[0] as { granted: number; in_window: number; reset_seconds: number };
-  return { granted: row.granted, inWindow: row.in_window, resetSeconds: row.reset_seconds };
+  return countedRequests(result.rows[0] as CountedRow);
 }
 
 /** Buckets whose every counted second has left the window are of no use to anyone. */

@@ -1,4 +1,6 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countRequest } from '../db/api-keys';
 import { createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
 import { type ServerProcess, startServerProcess } from './support/server-process';
@@ -103,4 +105,36 @@ describe('rate limit shared by every server process', () => {
       await Promise.all(quick.map((server) => server.stop()));
     }
   });
+});
+
+describe('a bucket’s counters', () => {
+  it('refuse past the limit until the oldest counted second leaves the window, and say when that is', async () => {
+    const bucket = `test:${Date.now()}`;
+    const [limit, windowSeconds] = [3, 4];
+    // Start right after a second begins, so that the seconds below are the ones intended.
+    await sleep(1000 - (Date.now() % 1000) + 50);
+    expect((await countRequest(database.db, bucket, limit, windowSeconds)).granted).toBe(1);
+    await sleep(2000);
+    const [second, third, refused] = [
+      await countRequest(database.db, bucket, limit, windowSeconds),
+      await countRequest(database.db, bucket, limit, windowSeconds),
+      await countRequest(database.db, bucket, limit, windowSeconds),
+    ];
+    expect([second.granted, third.granted, refused.granted]).toEqual([1, 1, 0]);
+    expect(refused.inWindow).toBe(3);
+    // The first request's second leaves the window 4 + 1 seconds after it began (the window's
+    // seconds and the one before): about 3 s from now.
+    expect(refused.resetSeconds).toBe(3);
+    await sleep(refused.resetSeconds * 1000 - 900);
+    expect((await countRequest(database.db, bucket, limit, windowSeconds)).granted).toBe(0);
+    await sleep(1000);
+    const freed = await countRequest(database.db, bucket, limit, windowSeconds);
+    expect(freed).toMatchObject({ granted: 1, inWindow: 3 });
+    // The kept sum is the sum of the counters, after every shift.
+    const stored = await sql<{ kept: number; counted: number }>`select in_window as kept,
+      (select sum(c) from unnest(counts || current_count) c)::int as counted from rate_limit_slots where bucket = ${bucket}`.execute(
+      database.db,
+    );
+    expect(stored.rows).toEqual([{ kept: 3, counted: 3 }]);
+  }, 20_000);
 });

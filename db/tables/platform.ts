@@ -63,7 +63,12 @@ export interface ApiKeysTable {
 export interface RateLimitSlotsTable {
   bucket: string;
   newest_second: number;
+  /** Requests accepted in each second before `newest_second`, oldest first (as many as the window's seconds). */
   counts: number[];
+  /** Requests accepted in the second `newest_second`. */
+  current_count: number;
+  /** The sum of `counts` and `current_count`: the requests accepted in the window. */
+  in_window: number;
   granted: number;
 }
 
