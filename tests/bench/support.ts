@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { createDb, type DB } from '../../db/connection';
@@ -88,4 +89,30 @@ export function percentile(values: number[], p: number): number {
 export function report(label: string, value: string, target?: { text: string; met: boolean }): void {
   const verdict = target ? `  (target: ${target.text}, ${target.met ? 'met' : 'MISSED'})` : '';
   process.stdout.write(`${label.padEnd(60)} ${value}${verdict}\n`);
+}
+
+/**
+ * CPU seconds (user and system) used so far by these processes and by every PostgreSQL process
+ * of the machine, read from /proc (Linux): what a request costs, beside how many pass per second.
+ */
+export function cpuSeconds(pids: number[]): { processes: number; postgres: number } {
+  const ticksPerSecond = 100;
+  const usage = (pid: number | string) => {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+    } catch {
+      return 0;
+    }
+  };
+  const postgres = readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    });
+  return { processes: pids.reduce((sum, pid) => sum + usage(pid), 0), postgres: postgres.reduce((sum, pid) => sum + usage(pid), 0) };
 }

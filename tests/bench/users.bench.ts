@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { countQuery } from '../../db/resources/list';
 import { usersResource } from '../../db/resources/users';
 import { createOrgWithKeys } from '../support/factories';
-import { freePort, type LoadResult, load, openBenchDatabase, percentile, report, startServerProcess } from './support';
+import { cpuSeconds, freePort, type LoadResult, load, openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**
  * Issue 2: authenticated GET /users?limit=100 on an organisation of 5,000 learners, side by side
@@ -71,9 +71,23 @@ try {
   // Warm-up long enough for the JIT to settle: after a shorter one, ours' first measured round was still slow.
   for (const side of ['ours', 'bare'] as const) await load({ ...targets[side], durationSeconds: 5, connections });
   const results: Record<keyof typeof targets, LoadResult[]> = { ours: [], bare: [] };
+  // What each request costs in CPU, the server's and PostgreSQL's: steadier than a throughput on a
+  // machine shared with other work, and it says which side a difference comes from.
+  const pids = { ours: ours.child.pid!, bare: bare.pid! };
+  const cpu = { ours: { server: 0, postgres: 0 }, bare: { server: 0, postgres: 0 } };
   for (let round = 0; round < rounds; round += 1) {
-    for (const side of ['ours', 'bare'] as const) results[side].push(await load({ ...targets[side], durationSeconds: 5, connections }));
+    for (const side of ['ours', 'bare'] as const) {
+      const before = cpuSeconds([pids[side]]);
+      results[side].push(await load({ ...targets[side], durationSeconds: 5, connections }));
+      const after = cpuSeconds([pids[side]]);
+      cpu[side].server += after.processes - before.processes;
+      cpu[side].postgres += after.postgres - before.postgres;
+    }
   }
+  const microsecondsPerRequest = (side: keyof typeof targets) => {
+    const requests = results[side].reduce((sum, result) => sum + result.requests, 0);
+    return `server ${Math.round((cpu[side].server * 1e6) / requests)} µs, PostgreSQL ${Math.round((cpu[side].postgres * 1e6) / requests)} µs`;
+  };
   const median = (values: number[]) => percentile(values, 50);
   const summary = (side: keyof typeof targets) => {
     const all = results[side];
@@ -85,6 +99,8 @@ try {
   );
   report('ours: requests/s, p50, p99', summary('ours'));
   report('bare Fastify + pg, same SQL: requests/s, p50, p99', summary('bare'));
+  report('ours: CPU per request', microsecondsPerRequest('ours'));
+  report('bare: CPU per request', microsecondsPerRequest('bare'));
   report('bare / ours throughput', ratio.toFixed(2), { text: '<= 1.30', met: ratio <= 1.3 });
 } finally {
   bare.kill('SIGTERM');
