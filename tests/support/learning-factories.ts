@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import Papa from 'papaparse';
 import type { DB } from '../../db/connection';
+import { resourceNames } from '../../handlers/get-unknown-resource';
 import { seedOrganisation } from '../../src/seed/generate';
 import { bearer } from './app';
 import { createOrgWithKeys } from './factories';
@@ -24,20 +25,10 @@ export async function seededOrganisation(db: DB, options: { name: string; learne
   return { ...org, seeded };
 }
 
-/** The wire names of the eleven resources of the learning data. */
-export const learningResources = [
-  'learners',
-  'attendance',
-  'evaluations',
-  'quiz-answers',
-  'documents',
-  'satisfaction',
-  'enrollments',
-  'progress',
-  'logins',
-  'tutoring-ratings',
-  'lesson-ratings',
-] as const;
+/** The wire names of the eleven resources of the learning data: every resource but the platform's two. */
+export const learningResources = resourceNames.filter(
+  (name): name is Exclude<(typeof resourceNames)[number], 'users' | 'summary'> => name !== 'users' && name !== 'summary',
+);
 export type LearningResource = (typeof learningResources)[number];
 
 /** Resources without a programme: `programme` is ignored. */
