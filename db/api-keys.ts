@@ -182,12 +182,17 @@ export async function listApiKeys(db: DB, orgId: string) {
     .execute();
 }
 
-/** Revokes a key; returns false when no such key exists. Revoking twice keeps the first date. */
-export async function revokeApiKey(db: DB, keyId: string): Promise<boolean> {
-  const result = await db
+/**
+ * Revokes a key; null when no such key exists. Revoking twice keeps the first date, and says so
+ * (`revokedNow` false).
+ */
+export async function revokeApiKey(db: DB, keyId: string): Promise<{ revokedAt: Date; revokedNow: boolean } | null> {
+  const row = await db
     .updateTable('api_keys')
     .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` as never })
     .where('id', '=', keyId)
+    // RETURNING reads the updated row: its date is this transaction's now() only when this statement set it.
+    .returning(['revoked_at', sql<boolean>`revoked_at = now()`.as('revoked_now')])
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return row ? { revokedAt: row.revoked_at!, revokedNow: row.revoked_now } : null;
 }

@@ -1,10 +1,9 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/database';
-import { type AdminCommand, UsageError } from './command';
+import { type AdminCommand, frenchAlternatives, type OptionValues, parseCommandLine, UsageError } from './command';
 
 /**
  * The operator commands (the dashboard's side): `npm run --silent admin -- <command> [--json]`.
@@ -44,73 +43,56 @@ function writeAll(stream: NodeJS.WriteStream, text: string): Promise<void> {
   return new Promise((resolve, reject) => stream.write(text, (error) => (error ? reject(error) : resolve())));
 }
 
-function humanReadable(result: Record<string, unknown> | Record<string, unknown>[]): string {
-  const rows = Array.isArray(result) ? result : [result];
-  if (rows.length === 0) return '(aucun élément)';
-  return rows
-    .map((row) =>
-      Object.entries(row)
-        .map(([key, value]) => `${key}: ${typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value)}`)
-        .join('\n'),
-    )
-    .join('\n\n');
+/**
+ * The command the line names: the longest whose words begin it (`key create` before `key`).
+ * Options come after the command's words.
+ */
+function findCommand(commands: AdminCommand[], argv: string[]): AdminCommand | undefined {
+  return [...commands].sort((a, b) => b.name.length - a.name.length).find((c) => c.name.split(' ').every((word, i) => argv[i] === word));
 }
 
-/** node:util's parseArgs refusals, said in French (operators read them); its messages quote the argument. */
-function argumentError(error: Error & { code?: string }): string {
-  const quoted = /'([^']+)'/.exec(error.message)?.[1]?.replace(/ <value>$/, '') ?? '';
-  switch (error.code) {
-    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
-      return `Option inconnue : ${quoted}.`;
-    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
-      return `Argument inattendu : « ${quoted} » (chaque valeur suit son option, par exemple --name "Formations Dupont").`;
-    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
-      if (/does not take an argument/.test(error.message)) return `L’option ${quoted} ne prend pas de valeur.`;
-      if (/ambiguous/.test(error.message)) return `Valeur de ${quoted} commençant par un tiret : écrivez ${quoted}=VALEUR.`;
-      return `L’option ${quoted} attend une valeur.`;
-    default:
-      return `Arguments invalides : ${error.message}`;
-  }
+/** Why no command matched, with the commands of the group when its first word is known. */
+function unknownCommand(commands: AdminCommand[], argv: string[]): string {
+  const firstOption = argv.findIndex((arg) => arg.startsWith('-'));
+  const words = (firstOption === -1 ? argv : argv.slice(0, firstOption)).slice(0, 2);
+  if (words.length === 0) return `Indiquez une commande avant les options (reçu « ${argv.join(' ')} »).`;
+  const group = commands.filter((c) => c.name.split(' ')[0] === words[0]).map((c) => c.name);
+  if (group.length === 0) return `Commande inconnue : « ${words.join(' ')} ».`;
+  const alternatives = frenchAlternatives(group);
+  return words.length === 1
+    ? `Commande incomplète : « ${words[0]} » seul ne dit pas quoi faire ; écrivez ${alternatives}.`
+    : `Commande inconnue : « ${words.join(' ')} » ; les commandes « ${words[0]} » sont ${alternatives}.`;
 }
 
 async function main(argv: string[]): Promise<number> {
   const commands = await loadCommands();
-  const words = argv.filter((arg) => !arg.startsWith('-'));
-  const command = [...commands]
-    .sort((a, b) => b.name.length - a.name.length)
-    .find((c) => c.name.split(' ').every((word, i) => words[i] === word));
+  const command = findCommand(commands, argv);
   if (!command) {
-    const asked = words.slice(0, 2).join(' ');
     if (argv.length === 0 || argv.includes('--help') || argv.includes('-h')) {
       await writeAll(process.stdout, help(commands) + '\n');
       return argv.length === 0 ? 2 : 0;
     }
-    await writeAll(process.stderr, `Commande inconnue : « ${asked} ».\n\n${help(commands)}\n`);
+    await writeAll(process.stderr, `${unknownCommand(commands, argv)}\n\n${help(commands)}\n`);
     return 2;
   }
-  const rest = argv.slice(argv.indexOf(command.name.split(' ').at(-1)!) + 1);
   const options = { ...command.options, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;
-  let parsed: ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: false; strict: true; options: typeof options }>>;
+  let values: OptionValues;
   try {
-    parsed = parseArgs({ args: rest, allowPositionals: false, strict: true, options });
+    values = parseCommandLine(argv.slice(command.name.split(' ').length), options);
   } catch (error) {
-    await writeAll(process.stderr, `${argumentError(error as Error & { code?: string })}\n\n${commandHelp(command)}\n`);
+    if (!(error instanceof UsageError)) throw error;
+    await writeAll(process.stderr, `${error.message}\n\n${commandHelp(command)}\n`);
     return 2;
   }
-  if (parsed.values.help) {
+  if (values.help) {
     await writeAll(process.stdout, commandHelp(command) + '\n');
     return 0;
   }
   const config = loadConfig();
   const database = await openDatabase(config, { poolSize: 8 });
   try {
-    const result = await command.run({
-      db: database.db,
-      config,
-      values: parsed.values as never,
-      progress: (message) => process.stderr.write(message),
-    });
-    await writeAll(process.stdout, (parsed.values.json ? JSON.stringify(result) : humanReadable(result)) + '\n');
+    const result = await command.run({ db: database.db, config, values, progress: (message) => process.stderr.write(message) });
+    await writeAll(process.stdout, (values.json ? JSON.stringify(result.json) : result.text) + '\n');
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {

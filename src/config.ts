@@ -61,7 +61,7 @@ const environmentSchema = {
   properties: {
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
     HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
-    DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
+    DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://', description: 'doit être une adresse postgres:// ou postgresql://' },
     DATA_DIR: { type: 'string', minLength: 1, default: '.data' },
     EMBEDDED_PG_PORT: { type: 'integer', minimum: 1, maximum: 65535, default: 54329 },
     DEMO: { type: 'string', enum: ['0', '1'], default: '1' },
@@ -73,20 +73,67 @@ const environmentSchema = {
     DB_QUERY_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 5000 },
     REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 15000 },
     SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 10000 },
-    TRUST_PROXY: { type: 'string', pattern: '^(|\\d{1,2}|[0-9a-fA-F.:/]+(,[0-9a-fA-F.:/]+)*)$', default: '' },
-    WEBHOOK_RETRY_DELAYS: { type: 'string', pattern: '^\\d+(\\.\\d+)?(,\\d+(\\.\\d+)?)*$', default: '60,600,3600,21600,86400' },
+    TRUST_PROXY: {
+      type: 'string',
+      pattern: '^(|\\d{1,2}|[0-9a-fA-F.:/]+(,[0-9a-fA-F.:/]+)*)$',
+      description: 'doit donner des adresses ou réseaux séparés par des virgules (10.0.0.0/8,192.168.1.10), ou un nombre de relais (1)',
+      default: '',
+    },
+    WEBHOOK_RETRY_DELAYS: {
+      type: 'string',
+      pattern: '^\\d+(\\.\\d+)?(,\\d+(\\.\\d+)?)*$',
+      description: 'doit donner des durées en secondes séparées par des virgules (60,600,3600)',
+      default: '60,600,3600,21600,86400',
+    },
     WEBHOOK_TIMEOUT_MS: { type: 'integer', minimum: 1, default: 10000 },
     WEBHOOK_DISABLE_AFTER: { type: 'integer', minimum: 1, default: 50 },
     WEBHOOK_ALLOW_INSECURE: { type: 'string', enum: ['0', '1'], default: '0' },
   },
 } as const;
 
+type SettingName = keyof typeof environmentSchema.properties;
+type SettingRule = { type: string; enum?: readonly string[]; minimum?: number; maximum?: number; minLength?: number; description?: string };
+
+/** What a setting accepts, said in French from its rule: `doit être un nombre entier de 0 à 65535`. */
+function expectation(rule: SettingRule): string {
+  if (rule.enum) return `doit valoir ${rule.enum.slice(0, -1).join(', ')} ou ${rule.enum.at(-1)}`;
+  if (rule.type === 'integer') {
+    if (rule.minimum !== undefined && rule.maximum !== undefined) return `doit être un nombre entier de ${rule.minimum} à ${rule.maximum}`;
+    return rule.minimum !== undefined ? `doit être un nombre entier d’au moins ${rule.minimum}` : 'doit être un nombre entier';
+  }
+  // A pattern's meaning, written next to it in the schema.
+  return rule.description ?? 'ne doit pas être vide';
+}
+
+/**
+ * Ajv's English errors (`env/PORT must be integer`) become one French sentence per setting at
+ * fault, naming it, what it accepts and what it got; DATABASE_URL's value is not repeated (it may
+ * carry a password).
+ */
+function settingErrors(errors: readonly { instancePath: string }[], environment: NodeJS.ProcessEnv): string[] {
+  const names = [...new Set(errors.map((error) => error.instancePath.replace(/^\//, '') as SettingName))];
+  return names.map((name) => {
+    const rule = environmentSchema.properties[name] as SettingRule | undefined;
+    if (!rule) return `${name} : valeur refusée.`;
+    const value = environment[name] ?? '';
+    const received = name === 'DATABASE_URL' || value === '' ? '' : ` (reçu « ${value} »)`;
+    return `${name} ${expectation(rule)}${received}.`;
+  });
+}
+
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
   let raw: RawEnvironment;
   try {
     raw = envSchema<RawEnvironment>({ schema: environmentSchema, data: { ...environment } });
   } catch (error) {
-    throw new Error(`Configuration invalide : ${(error as Error).message}`);
+    const errors = (error as { errors?: { instancePath: string }[] }).errors;
+    if (!errors?.length) throw error;
+    const sentences = settingErrors(errors, environment);
+    throw new Error(
+      sentences.length === 1
+        ? `Configuration invalide : ${sentences[0]}`
+        : `Configuration invalide :\n${sentences.map((sentence) => `  - ${sentence}`).join('\n')}`,
+    );
   }
   return Object.freeze({
     port: raw.PORT,

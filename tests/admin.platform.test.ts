@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { listApiKeys } from '../db/api-keys';
+import { formatParisDate } from '../db/paris-time';
 import { admin, adminFailure } from './support/admin';
 import { bearer, buildTestApp } from './support/app';
+import { createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
 
 const database = useTestDatabase();
@@ -35,37 +38,67 @@ describe('operator commands', () => {
       const summary = (await app.inject({ url: '/v1/summary', headers: bearer(key.key) })).json();
       expect(summary.meta.org_name).toBe('Organisme Éole');
       expect(summary.data.licences.tutorat).toEqual({ total: 7, disponibles: 7, utilisees: 0 });
-      expect(await admin(database.url, ['key', 'revoke', '--id', key.id])).toEqual({ id: key.id, revoked: true });
+      const revoked = await admin(database.url, ['key', 'revoke', '--id', key.id]);
+      expect(revoked).toEqual({ id: key.id, revoked: true, revoked_at: expect.any(String), already_revoked: false });
       expect((await app.inject({ url: '/v1/summary', headers: bearer(key.key) })).statusCode).toBe(401);
+      // Again: nothing changes, and the answer says so with the first date.
+      expect(await admin(database.url, ['key', 'revoke', '--id', key.id])).toEqual({ ...revoked, already_revoked: true });
     } finally {
       await app.close();
     }
   }, 120_000);
 
-  it('refuse bad arguments with a clear message and exit code 2', async () => {
+  it('refuse a key that would expire before today in Paris, and take one that expires today', async () => {
+    const { orgId } = await createOrgWithKeys(database.db, { name: 'Expirations' });
+    const today = formatParisDate(new Date());
+    // The calendar day before today's Paris date (date arithmetic, whatever the clock change).
+    const yesterday = new Date(Date.parse(`${today}T12:00:00Z`) - 24 * 3600 * 1000).toISOString().slice(0, 10);
+    for (const past of [yesterday, '2020-01-01']) {
+      const refused = await adminFailure(database.url, ['key', 'create', '--org', orgId, '--expires', past]);
+      expect(refused.code, past).toBe(2);
+      expect(refused.stderr).toContain(`--expires ${past} est déjà passé (nous sommes le ${today}, heure de Paris)`);
+    }
+    expect((await listApiKeys(database.db, orgId)).length).toBe(2);
+
+    const lastDay = await admin(database.url, ['key', 'create', '--org', orgId, '--expires', today]);
+    expect(lastDay.expires_at).toBe(today);
+    const app = await buildTestApp(database.db);
+    try {
+      expect((await app.inject({ url: '/v1/summary', headers: bearer(lastDay.key) })).statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
+  }, 60_000);
+
+  it('refuse bad arguments with a clear French message and exit code 2', async () => {
+    const missing = '00000000-0000-4000-8000-000000000000';
     const cases: [string[], RegExp][] = [
-      [['org', 'create'], /--name est obligatoire/],
+      [['org', 'create'], /^L’option --name est obligatoire\.$/m],
+      // Every missing required option is said the same way, whatever its reader.
+      [['licences', 'add', '--org', missing, '--type', 'standard'], /^L’option --count est obligatoire\.$/m],
+      [['licences', 'add', '--org', missing, '--count', '2'], /^L’option --type est obligatoire\.$/m],
+      [['key', 'create'], /^L’option --org est obligatoire\.$/m],
       [['org', 'create', '--name', 'X', '--domains', 'pas un domaine'], /Domaine invalide/],
-      [['licences', 'add', '--org', 'abc', '--type', 'standard', '--count', '1'], /UUID/],
-      [['licences', 'add', '--org', '00000000-0000-4000-8000-000000000000', '--type', 'or', '--count', '1'], /standard ou tutorat/],
+      [['licences', 'add', '--org', 'abc', '--type', 'standard', '--count', '1'], /--org doit être un identifiant UUID \(reçu « abc »\)/],
+      [['licences', 'add', '--org', missing, '--type', 'or', '--count', '1'], /--type doit valoir standard ou tutorat \(reçu « or »\)/],
       [
-        ['licences', 'add', '--org', '00000000-0000-4000-8000-000000000000', '--type', 'standard', '--count', '-3'],
-        /Valeur de --count commençant par un tiret : écrivez --count=VALEUR/,
+        ['licences', 'add', '--org', missing, '--type', 'standard', '--count', 'dix'],
+        /--count doit être un entier positif \(reçu « dix »\)/,
       ],
-      [['org', 'create', '--nom', 'X'], /Option inconnue : --nom\./],
-      [['org', 'create', 'Dupont'], /Argument inattendu : « Dupont »/],
-      [['org', 'create', '--name'], /L’option --name attend une valeur/],
-      [['org', 'create', '--name', 'X', '--json=oui'], /L’option --json ne prend pas de valeur/],
-      [['key', 'create', '--org', '00000000-0000-4000-8000-000000000000'], /Aucune organisation/],
-      [['key', 'create', '--org', '00000000-0000-4000-8000-000000000000', '--expires', '2026-02-30'], /AAAA-MM-JJ/],
-      [['key', 'revoke', '--id', '00000000-0000-4000-8000-000000000000'], /Aucune clé/],
-      [['nimporte', 'quoi'], /Commande inconnue/],
+      [['key', 'create', '--org', missing], /Aucune organisation/],
+      [['key', 'create', '--org', missing, '--expires', '2026-02-30'], /--expires doit être une date AAAA-MM-JJ \(reçu « 2026-02-30 »\)/],
+      [['key', 'create', '--org', missing, '--expires', '2026-13-01'], /--expires doit être une date AAAA-MM-JJ/],
+      [['key', 'revoke', '--id', missing], /Aucune clé/],
+      [['seed', '--org', missing, '--learners', '5', '--year', '1999'], /--year doit être une année entre 2000 et 2100 \(reçu « 1999 »\)/],
     ];
-    // Each case is a process of its own (tsx start-up): run them side by side.
-    const failures = await Promise.all(cases.map(([args]) => adminFailure(database.url, args)));
-    cases.forEach(([args, message], i) => {
-      expect(failures[i]!.code, args.join(' ')).toBe(2);
-      expect(failures[i]!.stderr, args.join(' ')).toMatch(message);
-    });
+    // Each case is a process of its own (tsx start-up): a few side by side.
+    for (let start = 0; start < cases.length; start += 4) {
+      const batch = cases.slice(start, start + 4);
+      const failures = await Promise.all(batch.map(([args]) => adminFailure(database.url, args)));
+      batch.forEach(([args, message], i) => {
+        expect(failures[i]!.code, args.join(' ')).toBe(2);
+        expect(failures[i]!.stderr, args.join(' ')).toMatch(message);
+      });
+    }
   }, 120_000);
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordEvent } from '../db/webhooks';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
-import { admin, adminFailure } from './support/admin';
+import { admin, adminFailure, adminText } from './support/admin';
 import { testConfig } from './support/app';
 import { createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
@@ -136,6 +136,57 @@ describe('webhook commands', () => {
     );
   }, 120_000);
 
+  it('speak French sentences and tables without --json, with times of Paris', async () => {
+    const human = async (args: string[]) => {
+      const { stdout } = await adminText(database.url, args);
+      expect(stdout, args.join(' ')).not.toMatch(/^[a-z_]+: /m);
+      expect(stdout, args.join(' ')).not.toMatch(/\d{4}-\d\d-\d\dT\d\d:\d\d/);
+      return stdout;
+    };
+    const uuid = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
+    const created = await human(['webhook', 'create', '--org', orgId, '--url', `${receiver.url}?lisible`, '--events', 'learner.enrolled']);
+    expect(created).toMatch(/^Point de réception créé pour « Formations Dupont » :\n {2}identifiant +: /);
+    expect(created).toContain(`  adresse                        : ${receiver.url}?lisible\n`);
+    expect(created).toContain('  état                           : actif\n');
+    expect(created).toMatch(/\nSecret de signature : whsec_[\w-]{43}\nNotez-le maintenant : il n’est affiché qu’une fois\./);
+    const id = uuid.exec(created)![0];
+
+    const pinged = await human(['webhook', 'ping', '--id', id]);
+    expect(pinged).toMatch(/^Ping envoyé : il part dans les secondes qui suivent\.\n {2}événement : .+\n {2}livraison : .+\n/);
+    const deliveryId = /livraison : (\S+)/.exec(pinged)![1]!;
+    await receiver.waitFor((r) => r.some((x) => x.deliveryId === deliveryId));
+    // The worker records the attempt just after the answer: wait for the log to show it.
+    let log = '';
+    for (let tries = 0; tries < 50 && !log.includes('livrée le'); tries += 1) log = await human(['webhook', 'deliveries', '--id', id]);
+    const lines = log.split('\n');
+    expect(lines[0]).toBe('1 livraison, les plus récentes d’abord (heures de Paris) :');
+    expect(lines[1]).toMatch(/^Livraison +Événement +Statut +Tentative +Réponse +Durée +Erreur$/);
+    expect(lines[2]).toMatch(
+      new RegExp(
+        `^${deliveryId}  ping +livrée le \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d +1 le \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d +HTTP 200 +\\d+ ms +—$`,
+      ),
+    );
+    expect(await human(['webhook', 'deliveries', '--id', id, '--status', 'dead'])).toBe(
+      'Aucune livraison (statut : abandonnée) pour ce point de réception.\n',
+    );
+
+    expect(await human(['webhook', 'disable', '--id', id])).toMatch(
+      /^Point de réception désactivé : rien ne lui est envoyé, ses livraisons en attente sont gardées jusqu’à « webhook enable »\.\n[\s\S]* {2}état +: désactivé par un opérateur le \d{4}-\d\d-\d\d \d\d:\d\d\n/,
+    );
+    const listed = (await human(['webhook', 'list', '--org', orgId])).split('\n');
+    expect(listed[0]).toMatch(/^Identifiant +Adresse +Événements +État +Créé le$/);
+    expect(listed.find((line) => line.startsWith(id))).toMatch(
+      / learner\.enrolled +désactivé par un opérateur le [\d-]+ [\d:]+ +[\d-]+ [\d:]+$/,
+    );
+    expect(await human(['webhook', 'enable', '--id', id])).toMatch(/^Point de réception réactivé ; 0 livraison en attente reprend\.\n/);
+    expect(await human(['webhook', 'replay', '--delivery', deliveryId])).toBe(
+      `Livraison ${deliveryId} (livrée) renvoyée : même identifiant, même corps, six nouvelles tentatives. Son résultat : webhook deliveries --id ${id}\n`,
+    );
+    expect(await human(['webhook', 'rotate-secret', '--id', id])).toMatch(
+      /^Nouveau secret de signature : whsec_[\w-]{43}\nNotez-le maintenant : il n’est affiché qu’une fois\.\nL’ancien signe encore jusqu’au \d{4}-\d\d-\d\d \d\d:\d\d \(heure de Paris\) : chaque envoi porte alors deux v1=, un par secret\.\n$/,
+    );
+  }, 120_000);
+
   it('refuse unsafe addresses and bad arguments with a clear message and exit code 2', async () => {
     const missing = '00000000-0000-4000-8000-000000000000';
     const cases: [string[], RegExp][] = [
@@ -152,7 +203,7 @@ describe('webhook commands', () => {
       [['webhook', 'create', '--org', orgId, '--url', receiver.url, '--events', 'ping'], /ne s’abonne pas/],
       [['webhook', 'create', '--org', orgId, '--url', receiver.url, '--events', 'quiz.finished'], /type inconnu « quiz.finished »/],
       [['webhook', 'create', '--org', missing, '--url', receiver.url], /Aucune organisation/],
-      [['webhook', 'deliveries', '--id', missing, '--status', 'lost'], /--status doit valoir pending, delivered, dead/],
+      [['webhook', 'deliveries', '--id', missing, '--status', 'lost'], /--status doit valoir pending, delivered ou dead \(reçu « lost »\)/],
       [['webhook', 'ping', '--id', missing], /Aucun point de réception/],
       [['webhook', 'enable', '--id', missing], /Aucun point de réception/],
       [['webhook', 'replay', '--delivery', missing], /Aucune livraison/],

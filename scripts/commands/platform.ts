@@ -1,16 +1,38 @@
 import { createApiKey, listApiKeys, revokeApiKey } from '../../db/api-keys';
+import { findLearner } from '../../db/learners';
 import { migrateToLatest } from '../../db/migrate';
-import { addLicences, createOrganisation, findOrganisation } from '../../db/organisations';
+import { addLicences, countLicences, createOrganisation, listOrganisations, revokeLearnerLicence } from '../../db/organisations';
+import { formatParisDate } from '../../db/paris-time';
 import type { LicenceType } from '../../db/tables';
 import { displayPrefix, generateApiKey, hashApiKey } from '../../src/api-keys';
-import { type AdminCommand, positiveInteger, requiredString, requiredUuid, UsageError } from '../command';
+import {
+  type AdminCommand,
+  oneOf,
+  optionalDate,
+  optionalString,
+  positiveInteger,
+  requiredString,
+  requiredUuid,
+  requireOrganisation,
+  UsageError,
+} from '../command';
+import { count, operatorDate, operatorDateTime, scopesText, sheet, table } from '../output';
 
 const domainPattern = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
+const licenceTypes: LicenceType[] = ['standard', 'tutorat'];
 
-async function requireOrganisation(context: Parameters<AdminCommand['run']>[0], orgId: string) {
-  const organisation = await findOrganisation(context.db, orgId);
-  if (!organisation) throw new UsageError(`Aucune organisation ${orgId}.`);
-  return organisation;
+/** `« Formations Dupont »`: how messages name an organisation. */
+const named = (organisation: { name: string }) => `« ${organisation.name} »`;
+
+/** The last day a key works: it expires when the next Paris day begins. */
+function lastValidDay(expiresAt: Date): string {
+  return formatParisDate(new Date(expiresAt.getTime() - 1));
+}
+
+function keyState(key: { revoked_at: Date | null; expires_at: Date | null }, now: Date): string {
+  if (key.revoked_at) return `révoquée le ${operatorDateTime(key.revoked_at)}`;
+  if (key.expires_at && key.expires_at <= now) return 'expirée';
+  return 'active';
 }
 
 export const commands: AdminCommand[] = [
@@ -20,7 +42,14 @@ export const commands: AdminCommand[] = [
     description: 'Applique les migrations du schéma (le serveur le fait aussi au démarrage).',
     options: {},
     async run({ db }) {
-      return { applied: await migrateToLatest(db) };
+      const applied = await migrateToLatest(db);
+      return {
+        json: { applied },
+        text:
+          applied.length === 0
+            ? 'Schéma déjà à jour : aucune migration à appliquer.'
+            : `Schéma mis à jour : ${count(applied.length, 'migration appliquée', 'migrations appliquées')}.\n${applied.map((name) => `  ${name}`).join('\n')}`,
+      };
     },
   },
   {
@@ -40,7 +69,57 @@ export const commands: AdminCommand[] = [
       const invalid = domains.find((d) => !domainPattern.test(d));
       if (invalid) throw new UsageError(`Domaine invalide : « ${invalid} ».`);
       const organisation = await createOrganisation(context.db, { name, allowedEmailDomains: domains });
-      return { id: organisation.id, name: organisation.name };
+      return {
+        json: { id: organisation.id, name: organisation.name },
+        text: [
+          `Organisation ${named(organisation)} créée.`,
+          sheet([
+            ['identifiant', organisation.id],
+            ['domaines autorisés', domains.length > 0 ? domains.join(', ') : 'tous'],
+          ]),
+          'Ensuite : licences add --org ID, puis key create --org ID.',
+        ].join('\n'),
+      };
+    },
+  },
+  {
+    name: 'org list',
+    usage: '[--name TEXTE]',
+    description:
+      'Liste les organisations, les plus anciennes d’abord, avec leurs apprenants, licences et clés utilisables ; --name garde les noms qui contiennent TEXTE.',
+    options: { name: { type: 'string' } },
+    async run(context) {
+      const nameContains = optionalString(context.values, 'name');
+      const organisations = await listOrganisations(context.db, { nameContains });
+      return {
+        json: {
+          organisations: organisations.map((o) => ({
+            id: o.id,
+            name: o.name,
+            allowed_email_domains: o.allowed_email_domains,
+            created_at: o.created_at.toISOString(),
+            learners: o.learners,
+            licences: o.licences,
+            available_licences: o.available_licences,
+            usable_keys: o.usable_keys,
+          })),
+        },
+        text: table(
+          organisations,
+          [
+            { header: 'Identifiant', value: (o) => o.id },
+            { header: 'Nom', value: (o) => o.name },
+            { header: 'Créée le', value: (o) => operatorDate(o.created_at) },
+            { header: 'Domaines', value: (o) => (o.allowed_email_domains.length > 0 ? o.allowed_email_domains.join(', ') : 'tous') },
+            { header: 'Apprenants', value: (o) => o.learners, align: 'right' },
+            { header: 'Licences libres', value: (o) => `${o.available_licences} / ${o.licences}`, align: 'right' },
+            { header: 'Clés utilisables', value: (o) => o.usable_keys, align: 'right' },
+          ],
+          nameContains
+            ? `Aucune organisation dont le nom contient « ${nameContains} ».`
+            : 'Aucune organisation : créez-en une avec org create.',
+        ),
+      };
     },
   },
   {
@@ -50,75 +129,199 @@ export const commands: AdminCommand[] = [
     options: { org: { type: 'string' }, type: { type: 'string' }, count: { type: 'string' } },
     async run(context) {
       const orgId = requiredUuid(context.values, 'org');
-      const type = requiredString(context.values, 'type');
-      if (type !== 'standard' && type !== 'tutorat') throw new UsageError('--type doit valoir standard ou tutorat.');
-      const count = positiveInteger(context.values, 'count');
-      await requireOrganisation(context, orgId);
-      const added = await addLicences(context.db, orgId, type as LicenceType, count);
-      return { org: orgId, type, added };
+      const type = oneOf(context.values, 'type', licenceTypes, true);
+      const wanted = positiveInteger(context.values, 'count');
+      const organisation = await requireOrganisation(context.db, orgId);
+      const added = await addLicences(context.db, orgId, type, wanted);
+      const available = (await countLicences(context.db, orgId)).find((c) => c.type === type)!.byStatus.disponible;
+      return {
+        json: { org: orgId, type, added },
+        text: `${count(added, `licence ${type} ajoutée`, `licences ${type} ajoutées`)} à ${named(organisation)} : ${count(available, 'disponible')} en tout.`,
+      };
+    },
+  },
+  {
+    name: 'licences list',
+    usage: '--org ID',
+    description: 'Compte les licences d’une organisation par type et par statut.',
+    options: { org: { type: 'string' } },
+    async run(context) {
+      const orgId = requiredUuid(context.values, 'org');
+      const organisation = await requireOrganisation(context.db, orgId);
+      const counts = await countLicences(context.db, orgId);
+      return {
+        json: {
+          org: orgId,
+          licences: counts.map((c) => ({
+            type: c.type,
+            total: c.total,
+            available: c.byStatus.disponible,
+            assigned: c.byStatus.attribuée,
+            activated: c.byStatus.activée,
+            revoked: c.byStatus.révoquée,
+          })),
+        },
+        text: [
+          `Licences de ${named(organisation)} :`,
+          table(
+            counts,
+            [
+              { header: 'Type', value: (c) => c.type },
+              { header: 'Total', value: (c) => c.total, align: 'right' },
+              { header: 'Disponibles', value: (c) => c.byStatus.disponible, align: 'right' },
+              { header: 'Attribuées', value: (c) => c.byStatus.attribuée, align: 'right' },
+              { header: 'Activées', value: (c) => c.byStatus.activée, align: 'right' },
+              { header: 'Révoquées', value: (c) => c.byStatus.révoquée, align: 'right' },
+            ],
+            '',
+          ),
+        ].join('\n'),
+      };
+    },
+  },
+  {
+    name: 'licences revoke',
+    usage: '--org ID (--email EMAIL | --user USER_ID)',
+    description:
+      'Révoque la licence d’un apprenant (statut révoquée) : elle lui reste attachée et ne libère aucune place. Sans effet sur une licence déjà révoquée.',
+    options: { org: { type: 'string' }, email: { type: 'string' }, user: { type: 'string' } },
+    async run(context) {
+      const orgId = requiredUuid(context.values, 'org');
+      const email = optionalString(context.values, 'email');
+      const userId = context.values.user === undefined ? null : requiredUuid(context.values, 'user');
+      if ((email === null) === (userId === null)) {
+        throw new UsageError('Indiquez l’apprenant par --email ou par --user (son user_id), l’un des deux.');
+      }
+      const organisation = await requireOrganisation(context.db, orgId);
+      const learner = await findLearner(context.db, orgId, { email, userId });
+      if (!learner) throw new UsageError(`Aucun apprenant ${email ?? userId} dans l’organisation ${named(organisation)}.`);
+      const revocation = await revokeLearnerLicence(context.db, orgId, learner.membershipId);
+      if (!revocation) throw new UsageError(`L’apprenant ${learner.email} n’a aucune licence : rien à révoquer.`);
+      const since = revocation.revokedAt ? ` depuis le ${operatorDateTime(revocation.revokedAt)}` : '';
+      return {
+        json: {
+          org: orgId,
+          user_id: learner.userId,
+          email: learner.email,
+          licence_id: revocation.licenceId,
+          type: revocation.type,
+          status: 'révoquée',
+          revoked_at: revocation.revokedAt?.toISOString() ?? null,
+          already_revoked: !revocation.revokedNow,
+        },
+        text: revocation.revokedNow
+          ? `Licence ${revocation.type} de ${learner.email} révoquée le ${operatorDateTime(revocation.revokedAt)} : elle lui reste attachée et ne libère aucune place.`
+          : `La licence ${revocation.type} de ${learner.email} était déjà révoquée${since} : rien n’a changé.`,
+      };
     },
   },
   {
     name: 'key create',
     usage: '--org ID [--write] [--expires AAAA-MM-JJ] [--label TEXTE]',
-    description: 'Crée une clé API (lecture ; --write ajoute l’écriture). La clé n’est affichée qu’une fois.',
+    description:
+      'Crée une clé API (lecture ; --write ajoute l’écriture), valable jusqu’à la fin du jour --expires (heure de Paris). La clé n’est affichée qu’une fois.',
     options: { org: { type: 'string' }, write: { type: 'boolean' }, expires: { type: 'string' }, label: { type: 'string' } },
     async run(context) {
       const orgId = requiredUuid(context.values, 'org');
-      const expires = context.values.expires;
-      if (expires !== undefined) {
-        const valid =
-          typeof expires === 'string' &&
-          /^\d{4}-\d{2}-\d{2}$/.test(expires) &&
-          new Date(`${expires}T00:00:00Z`).toISOString().startsWith(expires);
-        if (!valid) throw new UsageError(`--expires doit être une date AAAA-MM-JJ (reçu « ${String(expires)} »).`);
+      const expires = optionalDate(context.values, 'expires');
+      const today = formatParisDate(new Date());
+      if (expires !== null && expires < today) {
+        throw new UsageError(
+          `--expires ${expires} est déjà passé (nous sommes le ${today}, heure de Paris) : la clé serait refusée dès sa création. ` +
+            'Indiquez aujourd’hui ou une date à venir, ou omettez --expires pour une clé sans expiration.',
+        );
       }
-      await requireOrganisation(context, orgId);
+      const organisation = await requireOrganisation(context.db, orgId);
       const key = generateApiKey();
       const scopes: ('read' | 'write')[] = context.values.write ? ['read', 'write'] : ['read'];
+      const label = optionalString(context.values, 'label');
       const created = await createApiKey(context.db, {
         orgId,
         keyHash: hashApiKey(key),
         keyPrefix: displayPrefix(key),
-        label: typeof context.values.label === 'string' ? context.values.label : null,
+        label,
         scopes,
-        expiresAt: (expires as string | undefined) ?? null,
+        expiresAt: expires,
       });
-      return { id: created.id, key, scopes: created.scopes, expires_at: (expires as string | undefined) ?? null };
+      return {
+        json: { id: created.id, key, scopes: created.scopes, expires_at: expires },
+        text: [
+          `Clé API créée pour ${named(organisation)} :`,
+          '',
+          `  ${key}`,
+          '',
+          'Notez-la maintenant : elle n’est affichée qu’une fois (seule son empreinte est conservée).',
+          sheet([
+            ['identifiant', created.id],
+            ['droits', scopesText(created.scopes)],
+            ['valable jusqu’au', expires === null ? 'sans expiration' : `${expires} inclus (heure de Paris)`],
+            ['libellé', label],
+          ]),
+        ].join('\n'),
+      };
     },
   },
   {
     name: 'key list',
     usage: '--org ID',
-    description: 'Liste les clés d’une organisation (sans la clé elle-même).',
+    description: 'Liste les clés d’une organisation (sans la clé elle-même), avec leur état.',
     options: { org: { type: 'string' } },
     async run(context) {
       const orgId = requiredUuid(context.values, 'org');
-      await requireOrganisation(context, orgId);
+      const organisation = await requireOrganisation(context.db, orgId);
       const keys = await listApiKeys(context.db, orgId);
+      const now = new Date();
+      const usable = keys.filter((k) => keyState(k, now) === 'active').length;
       return {
-        org: orgId,
-        keys: keys.map((k) => ({
-          id: k.id,
-          prefix: k.key_prefix,
-          label: k.label,
-          scopes: k.scopes,
-          expires_at: k.expires_at?.toISOString() ?? null,
-          revoked_at: k.revoked_at?.toISOString() ?? null,
-          created_at: k.created_at.toISOString(),
-        })),
+        json: {
+          org: orgId,
+          keys: keys.map((k) => ({
+            id: k.id,
+            prefix: k.key_prefix,
+            label: k.label,
+            scopes: k.scopes,
+            expires_at: k.expires_at?.toISOString() ?? null,
+            revoked_at: k.revoked_at?.toISOString() ?? null,
+            created_at: k.created_at.toISOString(),
+          })),
+        },
+        text:
+          keys.length === 0
+            ? `Aucune clé pour ${named(organisation)} : créez-en une avec key create --org ${orgId}.`
+            : [
+                `Clés de ${named(organisation)} : ${count(keys.length, 'clé')}, dont ${count(usable, 'active')} (dates et heures de Paris).`,
+                table(
+                  keys,
+                  [
+                    { header: 'Identifiant', value: (k) => k.id },
+                    { header: 'Début de la clé', value: (k) => `${k.key_prefix}…` },
+                    { header: 'Libellé', value: (k) => k.label },
+                    { header: 'Droits', value: (k) => scopesText(k.scopes) },
+                    { header: 'Valable jusqu’au', value: (k) => (k.expires_at ? lastValidDay(k.expires_at) : 'sans expiration') },
+                    { header: 'État', value: (k) => keyState(k, now) },
+                    { header: 'Créée le', value: (k) => operatorDateTime(k.created_at) },
+                  ],
+                  '',
+                ),
+              ].join('\n'),
       };
     },
   },
   {
     name: 'key revoke',
     usage: '--id KEY_ID',
-    description: 'Révoque une clé : elle répond 401 dès la requête suivante.',
+    description: 'Révoque une clé : elle répond 401 dès la requête suivante. Sans effet sur une clé déjà révoquée.',
     options: { id: { type: 'string' } },
     async run(context) {
       const id = requiredUuid(context.values, 'id');
-      if (!(await revokeApiKey(context.db, id))) throw new UsageError(`Aucune clé ${id}.`);
-      return { id, revoked: true };
+      const revocation = await revokeApiKey(context.db, id);
+      if (!revocation) throw new UsageError(`Aucune clé ${id}.`);
+      return {
+        json: { id, revoked: true, revoked_at: revocation.revokedAt.toISOString(), already_revoked: !revocation.revokedNow },
+        text: revocation.revokedNow
+          ? `Clé ${id} révoquée le ${operatorDateTime(revocation.revokedAt)} : elle est refusée (401) dès la requête suivante.`
+          : `La clé ${id} était déjà révoquée depuis le ${operatorDateTime(revocation.revokedAt)} : rien n’a changé.`,
+      };
     },
   },
 ];

@@ -1,6 +1,6 @@
-import { findOrganisation } from '../../db/organisations';
 import { SeedRefused, seedOrganisation } from '../../src/seed/generate';
-import { type AdminCommand, positiveInteger, requiredUuid, UsageError } from '../command';
+import { type AdminCommand, positiveInteger, requiredUuid, requireOrganisation, UsageError } from '../command';
+import { count, table } from '../output';
 import { ProgressBar } from '../progress-bar';
 
 export const commands: AdminCommand[] = [
@@ -15,8 +15,9 @@ export const commands: AdminCommand[] = [
       const learners = positiveInteger(context.values, 'learners');
       const seed = positiveInteger(context.values, 'seed', 1);
       const year = context.values.year === undefined ? undefined : positiveInteger(context.values, 'year');
-      if (year !== undefined && (year < 2000 || year > 2100)) throw new UsageError('--year doit être une année entre 2000 et 2100.');
-      if (!(await findOrganisation(context.db, orgId))) throw new UsageError(`Aucune organisation ${orgId}.`);
+      if (year !== undefined && (year < 2000 || year > 2100))
+        throw new UsageError(`--year doit être une année entre 2000 et 2100 (reçu « ${year} »).`);
+      const organisation = await requireOrganisation(context.db, orgId);
       const bar = new ProgressBar('Génération', learners);
       const started = Date.now();
       let result: Awaited<ReturnType<typeof seedOrganisation>>;
@@ -34,7 +35,23 @@ export const commands: AdminCommand[] = [
       }
       const rows = Object.values(result.rows).reduce((a, b) => a + b, 0);
       bar.finish(`${rows.toLocaleString('fr-FR')} lignes`);
-      return { ...result, total_rows: rows, seconds: Math.round((Date.now() - started) / 100) / 10 };
+      const seconds = Math.round((Date.now() - started) / 100) / 10;
+      return {
+        json: { ...result, total_rows: rows, seconds },
+        text: [
+          `« ${organisation.name} » peuplée : ${count(result.learners, 'apprenant')}, ${count(rows, 'ligne')} en ${seconds.toLocaleString('fr-FR')} s, ` +
+            `activité du ${result.from} au ${result.to} (graine ${result.seed}).`,
+          `Programmes : ${result.programmes.join(', ')}.`,
+          table(
+            Object.entries(result.rows),
+            [
+              { header: 'Table', value: ([name]) => name },
+              { header: 'Lignes', value: ([, n]) => n, align: 'right' },
+            ],
+            '',
+          ),
+        ].join('\n'),
+      };
     },
   },
 ];

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import { completeQuiz, issueCertificate, openLesson, recordLogin, submitSatisfaction } from '../../db/activity';
 import type { DB } from '../../db/connection';
-import { findOrganisation } from '../../db/organisations';
 import { installDeliveryQueue } from '../../db/webhooks';
-import { type AdminCommand, positiveInteger, requiredUuid, UsageError } from '../command';
+import { type AdminCommand, positiveInteger, requiredUuid, requireOrganisation, UsageError } from '../command';
+import { count, table } from '../output';
 
 /**
  * `simulate`: live learner activity played through the real write paths (db/activity.ts), so that
@@ -243,7 +243,7 @@ export const commands: AdminCommand[] = [
       const orgId = requiredUuid(context.values, 'org');
       const wanted = positiveInteger(context.values, 'events', 20);
       const rate = positiveNumber(context.values.rate, 'rate', 2);
-      if (!(await findOrganisation(context.db, orgId))) throw new UsageError(`Aucune organisation ${orgId}.`);
+      const organisation = await requireOrganisation(context.db, orgId);
       const world = await loadWorld(context.db, orgId);
       if (world.enrolments.length === 0) {
         throw new UsageError(
@@ -273,7 +273,32 @@ export const commands: AdminCommand[] = [
         if (events.length > 0) context.progress(`\r${produced}/${wanted} événements`);
       }
       context.progress('\n');
-      return { org: orgId, events: produced, by_type: byType, actions, seconds: Math.round((Date.now() - started) / 100) / 10 };
+      const seconds = Math.round((Date.now() - started) / 100) / 10;
+      const counts = (record: Record<string, number>) => Object.entries(record).sort(([, a], [, b]) => b - a);
+      return {
+        json: { org: orgId, events: produced, by_type: byType, actions, seconds },
+        text: [
+          `${count(produced, 'événement enregistré', 'événements enregistrés')} pour « ${organisation.name} » en ${seconds.toLocaleString('fr-FR')} s` +
+            (produced < wanted ? ` (sur ${wanted} demandés : arrêt après 1 000 étapes de suite sans événement).` : '.'),
+          table(
+            counts(byType),
+            [
+              { header: 'Événement', value: ([type]) => type },
+              { header: 'Nombre', value: ([, n]) => n, align: 'right' },
+            ],
+            '',
+          ),
+          '',
+          table(
+            counts(actions),
+            [
+              { header: 'Étape jouée', value: ([action]) => action },
+              { header: 'Nombre', value: ([, n]) => n, align: 'right' },
+            ],
+            '',
+          ),
+        ].join('\n'),
+      };
     },
   },
 ];

@@ -1,4 +1,3 @@
-import { findOrganisation } from '../../db/organisations';
 import type { DeliveryStatus } from '../../db/tables/webhooks';
 import {
   createEndpoint,
@@ -16,7 +15,17 @@ import {
 } from '../../db/webhooks';
 import { checkWebhookUrl, WebhookAddressError } from '../../src/webhooks/address-guard';
 import { generateWebhookSecret } from '../../src/webhooks/signature';
-import { type AdminCommand, type CommandContext, positiveInteger, requiredString, requiredUuid, UsageError } from '../command';
+import {
+  type AdminCommand,
+  type CommandContext,
+  oneOf,
+  positiveInteger,
+  requiredString,
+  requiredUuid,
+  requireOrganisation,
+  UsageError,
+} from '../command';
+import { count, operatorDateTime, sheet, table } from '../output';
 
 type Endpoint = NonNullable<Awaited<ReturnType<typeof findEndpoint>>>;
 
@@ -45,6 +54,29 @@ async function requireEndpoint(context: CommandContext, id: string): Promise<End
   return endpoint;
 }
 
+const deliveryStatusText: Record<DeliveryStatus, string> = { pending: 'en attente', delivered: 'livrée', dead: 'abandonnée' };
+
+/** An endpoint's state in words: active, or why and since when it is disabled. */
+function endpointState(endpoint: Endpoint): string {
+  if (endpoint.enabled)
+    return endpoint.consecutive_failures > 0 ? `actif (${count(endpoint.consecutive_failures, 'échec')} de suite)` : 'actif';
+  const why = endpoint.disabled_reason === 'failures' ? 'après trop d’échecs' : 'par un opérateur';
+  return `désactivé ${why}${endpoint.disabled_at ? ` le ${operatorDateTime(endpoint.disabled_at)}` : ''}`;
+}
+
+/** One endpoint as an operator reads it (dates and times of Paris). */
+function endpointSheet(endpoint: Endpoint): string {
+  const previous = describeEndpoint(endpoint).previous_secret_valid_until;
+  return sheet([
+    ['identifiant', endpoint.id],
+    ['adresse', endpoint.url],
+    ['événements', endpoint.event_types.join(', ')],
+    ['état', endpointState(endpoint)],
+    ['ancien secret valable jusqu’au', previous ? operatorDateTime(new Date(previous)) : null],
+    ['créé le', operatorDateTime(endpoint.created_at)],
+  ]);
+}
+
 function eventTypesOption(value: string | boolean | undefined): string[] {
   if (value === undefined) return [...subscribableEventTypes];
   const types = String(value)
@@ -64,6 +96,37 @@ function eventTypesOption(value: string | boolean | undefined): string[] {
 
 const deliveryStatuses: DeliveryStatus[] = ['pending', 'delivered', 'dead'];
 
+type Delivery = Awaited<ReturnType<typeof listDeliveries>>[number];
+
+/** The delivery log as a table: one line per attempt, the delivery named on its first one. */
+function deliveryLog(deliveries: Delivery[]): string {
+  const lines = deliveries.flatMap((delivery) => {
+    const attempts = delivery.attempts.length > 0 ? delivery.attempts : [null];
+    return attempts.map((attempt, i) => ({ delivery, attempt, first: i === 0, number: i + 1 }));
+  });
+  const outcome = (delivery: Delivery) => {
+    if (delivery.status === 'pending') return `en attente, prochain envoi ${operatorDateTime(delivery.next_attempt_at)}`;
+    if (delivery.status === 'delivered') return `livrée le ${operatorDateTime(delivery.delivered_at)}`;
+    return `abandonnée le ${operatorDateTime(delivery.dead_at)}`;
+  };
+  return table(
+    lines,
+    [
+      { header: 'Livraison', value: (l) => (l.first ? l.delivery.id : '') },
+      { header: 'Événement', value: (l) => (l.first ? l.delivery.event_type : '') },
+      { header: 'Statut', value: (l) => (l.first ? outcome(l.delivery) : '') },
+      { header: 'Tentative', value: (l) => (l.attempt ? `${l.number} le ${operatorDateTime(l.attempt.attempted_at)}` : 'aucune') },
+      {
+        header: 'Réponse',
+        value: (l) => (l.attempt ? (l.attempt.status_code === null ? 'aucune' : `HTTP ${l.attempt.status_code}`) : null),
+      },
+      { header: 'Durée', value: (l) => (l.attempt ? `${l.attempt.duration_ms} ms` : null), align: 'right' },
+      { header: 'Erreur', value: (l) => l.attempt?.error },
+    ],
+    '',
+  );
+}
+
 export const commands: AdminCommand[] = [
   {
     name: 'webhook create',
@@ -75,7 +138,7 @@ export const commands: AdminCommand[] = [
       const orgId = requiredUuid(context.values, 'org');
       const rawUrl = requiredString(context.values, 'url');
       const eventTypes = eventTypesOption(context.values.events);
-      if (!(await findOrganisation(context.db, orgId))) throw new UsageError(`Aucune organisation ${orgId}.`);
+      const organisation = await requireOrganisation(context.db, orgId);
       let url: URL;
       try {
         url = await checkWebhookUrl(rawUrl, { allowInsecure: context.config.webhookAllowInsecure });
@@ -86,7 +149,16 @@ export const commands: AdminCommand[] = [
       await installDeliveryQueue(context.db);
       const secret = generateWebhookSecret();
       const endpoint = await createEndpoint(context.db, { orgId, url: url.href, secret, eventTypes });
-      return { id: endpoint.id, secret, url: endpoint.url, events: endpoint.event_types };
+      return {
+        json: { id: endpoint.id, secret, url: endpoint.url, events: endpoint.event_types },
+        text: [
+          `Point de réception créé pour « ${organisation.name} » :`,
+          endpointSheet(endpoint),
+          '',
+          `Secret de signature : ${secret}`,
+          'Notez-le maintenant : il n’est affiché qu’une fois. « webhook ping --id ID » envoie un événement de test.',
+        ].join('\n'),
+      };
     },
   },
   {
@@ -96,8 +168,22 @@ export const commands: AdminCommand[] = [
     options: { org: { type: 'string' } },
     async run(context) {
       const orgId = requiredUuid(context.values, 'org');
-      if (!(await findOrganisation(context.db, orgId))) throw new UsageError(`Aucune organisation ${orgId}.`);
-      return { org: orgId, endpoints: (await listEndpoints(context.db, orgId)).map(describeEndpoint) };
+      const organisation = await requireOrganisation(context.db, orgId);
+      const endpoints = await listEndpoints(context.db, orgId);
+      return {
+        json: { org: orgId, endpoints: endpoints.map(describeEndpoint) },
+        text: table(
+          endpoints,
+          [
+            { header: 'Identifiant', value: (e) => e.id },
+            { header: 'Adresse', value: (e) => e.url },
+            { header: 'Événements', value: (e) => e.event_types.join(', ') },
+            { header: 'État', value: endpointState },
+            { header: 'Créé le', value: (e) => operatorDateTime(e.created_at) },
+          ],
+          `Aucun point de réception pour « ${organisation.name} » : créez-en un avec webhook create.`,
+        ),
+      };
     },
   },
   {
@@ -110,7 +196,10 @@ export const commands: AdminCommand[] = [
       await requireEndpoint(context, id);
       await installDeliveryQueue(context.db);
       const endpoint = (await enableEndpoint(context.db, id))!;
-      return { ...describeEndpoint(endpoint), resumed_deliveries: endpoint.resumed_deliveries };
+      return {
+        json: { ...describeEndpoint(endpoint), resumed_deliveries: endpoint.resumed_deliveries },
+        text: `Point de réception réactivé ; ${count(endpoint.resumed_deliveries, 'livraison en attente reprend', 'livraisons en attente reprennent')}.\n${endpointSheet(endpoint)}`,
+      };
     },
   },
   {
@@ -122,7 +211,10 @@ export const commands: AdminCommand[] = [
       const id = requiredUuid(context.values, 'id');
       const endpoint = await disableEndpoint(context.db, id);
       if (!endpoint) throw new UsageError(`Aucun point de réception ${id}.`);
-      return describeEndpoint(endpoint);
+      return {
+        json: describeEndpoint(endpoint),
+        text: `Point de réception désactivé : rien ne lui est envoyé, ses livraisons en attente sont gardées jusqu’à « webhook enable ».\n${endpointSheet(endpoint)}`,
+      };
     },
   },
   {
@@ -135,11 +227,17 @@ export const commands: AdminCommand[] = [
       await requireEndpoint(context, id);
       await installDeliveryQueue(context.db);
       const ping = (await queuePing(context.db, id))!;
+      const note = 'Point de réception désactivé : le ping partira à sa réactivation.';
       return {
-        endpoint: id,
-        event_id: ping.eventId,
-        delivery_id: ping.deliveryId,
-        ...(ping.endpointEnabled ? {} : { note: 'Point de réception désactivé : le ping partira à sa réactivation.' }),
+        json: { endpoint: id, event_id: ping.eventId, delivery_id: ping.deliveryId, ...(ping.endpointEnabled ? {} : { note }) },
+        text: [
+          ping.endpointEnabled ? 'Ping envoyé : il part dans les secondes qui suivent.' : note,
+          sheet([
+            ['événement', ping.eventId],
+            ['livraison', ping.deliveryId],
+          ]),
+          `Son résultat : webhook deliveries --id ${id}`,
+        ].join('\n'),
       };
     },
   },
@@ -150,35 +248,39 @@ export const commands: AdminCommand[] = [
     options: { id: { type: 'string' }, status: { type: 'string' }, limit: { type: 'string' } },
     async run(context) {
       const id = requiredUuid(context.values, 'id');
-      const status = context.values.status;
-      if (status !== undefined && !deliveryStatuses.includes(status as DeliveryStatus)) {
-        throw new UsageError(`--status doit valoir ${deliveryStatuses.join(', ')} (reçu « ${String(status)} »).`);
-      }
+      const status = oneOf(context.values, 'status', deliveryStatuses, false);
       const limit = positiveInteger(context.values, 'limit', 50);
       await requireEndpoint(context, id);
-      const deliveries = await listDeliveries(context.db, id, { status: status as DeliveryStatus | undefined, limit });
+      const deliveries = await listDeliveries(context.db, id, { status, limit });
+      const which = status ? ` (statut : ${deliveryStatusText[status]})` : '';
       return {
-        endpoint: id,
-        deliveries: deliveries.map((d) => ({
-          id: d.id,
-          event_id: d.event_id,
-          event: d.event_type,
-          status: d.status,
-          attempt_count: d.attempt_count,
-          next_attempt_at: d.status === 'pending' ? d.next_attempt_at.toISOString() : null,
-          created_at: d.created_at.toISOString(),
-          delivered_at: d.delivered_at?.toISOString() ?? null,
-          dead_at: d.dead_at?.toISOString() ?? null,
-          replays: d.replay_count,
-          attempts: d.attempts.map((a) => ({
-            at: a.attempted_at.toISOString(),
-            status_code: a.status_code,
-            duration_ms: a.duration_ms,
-            succeeded: a.succeeded,
-            error: a.error,
-            response_excerpt: a.response_excerpt,
+        json: {
+          endpoint: id,
+          deliveries: deliveries.map((d) => ({
+            id: d.id,
+            event_id: d.event_id,
+            event: d.event_type,
+            status: d.status,
+            attempt_count: d.attempt_count,
+            next_attempt_at: d.status === 'pending' ? d.next_attempt_at.toISOString() : null,
+            created_at: d.created_at.toISOString(),
+            delivered_at: d.delivered_at?.toISOString() ?? null,
+            dead_at: d.dead_at?.toISOString() ?? null,
+            replays: d.replay_count,
+            attempts: d.attempts.map((a) => ({
+              at: a.attempted_at.toISOString(),
+              status_code: a.status_code,
+              duration_ms: a.duration_ms,
+              succeeded: a.succeeded,
+              error: a.error,
+              response_excerpt: a.response_excerpt,
+            })),
           })),
-        })),
+        },
+        text:
+          deliveries.length === 0
+            ? `Aucune livraison${which} pour ce point de réception.`
+            : `${count(deliveries.length, 'livraison')}${which}, les plus récentes d’abord (heures de Paris) :\n${deliveryLog(deliveries)}`,
       };
     },
   },
@@ -194,7 +296,10 @@ export const commands: AdminCommand[] = [
       if (delivery.status === 'pending') throw new UsageError(`La livraison ${id} est déjà en attente d’envoi.`);
       await installDeliveryQueue(context.db);
       await replayDelivery(context.db, id);
-      return { id, endpoint: delivery.endpoint_id, status: 'pending' };
+      return {
+        json: { id, endpoint: delivery.endpoint_id, status: 'pending' },
+        text: `Livraison ${id} (${deliveryStatusText[delivery.status]}) renvoyée : même identifiant, même corps, six nouvelles tentatives. Son résultat : webhook deliveries --id ${delivery.endpoint_id}`,
+      };
     },
   },
   {
@@ -207,7 +312,15 @@ export const commands: AdminCommand[] = [
       const secret = generateWebhookSecret();
       const endpoint = await rotateEndpointSecret(context.db, id, secret);
       if (!endpoint) throw new UsageError(`Aucun point de réception ${id}.`);
-      return { id, secret, previous_secret_valid_until: endpoint.previous_secret_expires_at!.toISOString() };
+      const previousUntil = endpoint.previous_secret_expires_at!;
+      return {
+        json: { id, secret, previous_secret_valid_until: previousUntil.toISOString() },
+        text: [
+          `Nouveau secret de signature : ${secret}`,
+          'Notez-le maintenant : il n’est affiché qu’une fois.',
+          `L’ancien signe encore jusqu’au ${operatorDateTime(previousUntil)} (heure de Paris) : chaque envoi porte alors deux v1=, un par secret.`,
+        ].join('\n'),
+      };
     },
   },
 ];
