@@ -5,15 +5,41 @@ import { createPartnerClient, type PartnerClient } from './client';
 /**
  * Incremental sync of one resource: pages through `updated_since` with the largest page, waits when
  * the rate-limit budget is spent (`X-RateLimit-Remaining`, `RateLimit` reset) and obeys
- * `Retry-After` on a 429. Usage:
+ * `Retry-After` on a 429. Usage (`--help` for the whole of it):
  *
  *   npx tsx examples/sync.ts --base http://127.0.0.1:3000/v1 --key sk_live_… --resource logins \
  *     --since 2026-01-01 [--year 2026] > logins.jsonl
  */
 type ListPath = Exclude<
   { [P in keyof paths]: paths[P] extends { get: unknown } ? P : never }[keyof paths],
-  '/summary' | '/activity-report' | '/{resource}'
+  '/summary' | '/activity-report'
 >;
+
+/** The list resources, as the command line names them. */
+const listResources = [
+  'learners',
+  'users',
+  'attendance',
+  'evaluations',
+  'quiz-answers',
+  'documents',
+  'satisfaction',
+  'enrollments',
+  'progress',
+  'logins',
+  'tutoring-ratings',
+  'lesson-ratings',
+] as const satisfies readonly (ListPath extends `/${infer Name}` ? Name : never)[];
+
+/** The server answered with an error (its French message), not with a page. */
+export class SyncRefusedError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 const sleep = (seconds: number) => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
 
@@ -52,7 +78,10 @@ export async function syncResource(client: PartnerClient, options: SyncOptions):
       await sleep(seconds);
       continue;
     }
-    if (error || !data) throw new Error(`${options.resource} : ${response.status} ${JSON.stringify(error)}`);
+    if (error || !data) {
+      const message = (error as { error?: unknown } | undefined)?.error;
+      throw new SyncRefusedError(response.status, typeof message === 'string' ? message : `GET ${options.resource} : ${response.status}`);
+    }
     const page = data as { data: Record<string, unknown>[]; pagination: { has_more: boolean; count: number } };
     await options.onRows(page.data);
     rows += page.pagination.count;
@@ -69,31 +98,103 @@ export async function syncResource(client: PartnerClient, options: SyncOptions):
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+const usage = `Synchronisation incrémentale d'une ressource de l'API partenaires, une ligne JSON par ligne de données.
+
+Usage : npx tsx examples/sync.ts --base URL --key CLÉ --since AAAA-MM-JJ [--resource NOM] [--year AAAA] > lignes.jsonl
+
+  --base URL          racine de l'API (par défaut http://127.0.0.1:3000/v1)
+  --key CLÉ           clé d'API de l'organisation (sk_live_…)
+  --since AAAA-MM-JJ  date naturelle de départ, incluse (updated_since)
+  --resource NOM      ressource à synchroniser (par défaut users) : ${listResources.join(', ')}
+  --year AAAA         année civile (par défaut l'année en cours)
+  --help              affiche cette aide
+`;
+
+/** A command line that cannot be run; its message is French, for the person who typed it. */
+class UsageError extends Error {}
+
+/** What the command line asked, or the French sentence that says why it cannot be run. */
+function readCommandLine(args: string[]) {
   const { values } = parseArgs({
+    args,
     options: {
       base: { type: 'string', default: 'http://127.0.0.1:3000/v1' },
       key: { type: 'string' },
       resource: { type: 'string', default: 'users' },
       since: { type: 'string' },
       year: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
-  if (!values.key || !values.since) {
-    process.stderr.write(
-      'Usage : npx tsx examples/sync.ts --key sk_live_… --resource logins --since AAAA-MM-JJ [--year AAAA] [--base URL]\n',
-    );
-    process.exit(2);
-  }
-  const client = createPartnerClient(values.base!, values.key);
-  const result = await syncResource(client, {
+  if (values.help) return { help: true as const };
+  if (!/^https?:\/\/[^/]/.test(values.base))
+    throw new UsageError('--base attend une adresse http:// ou https://, par exemple http://127.0.0.1:3000/v1.');
+  if (!values.key) throw new UsageError('indiquez la clé d’API avec --key.');
+  if (!values.since || !/^\d{4}-\d{2}-\d{2}$/.test(values.since))
+    throw new UsageError('indiquez la date de départ avec --since AAAA-MM-JJ.');
+  if (!(listResources as readonly string[]).includes(values.resource)) throw new UsageError(`ressource inconnue : ${values.resource}.`);
+  if (values.year !== undefined && !/^\d{4}$/.test(values.year)) throw new UsageError('--year attend une année sur quatre chiffres.');
+  return {
+    help: false as const,
+    base: values.base,
+    key: values.key,
     resource: `/${values.resource}` as ListPath,
     since: values.since,
-    year: values.year ? Number(values.year) : undefined,
-    onRows: (rows) => {
-      for (const row of rows) process.stdout.write(JSON.stringify(row) + '\n');
-    },
-    onWait: (seconds, reason) => process.stderr.write(`attente ${seconds} s (${reason})\n`),
-  });
-  process.stderr.write(`${result.rows} lignes en ${result.pages} pages\n`);
+    year: values.year,
+  };
+}
+
+const networkFailures: Record<string, string> = {
+  ECONNREFUSED: 'connexion refusée',
+  ECONNRESET: 'connexion interrompue',
+  ENOTFOUND: 'nom d’hôte introuvable',
+  EAI_AGAIN: 'nom d’hôte introuvable',
+  ETIMEDOUT: 'délai de connexion dépassé',
+  UND_ERR_CONNECT_TIMEOUT: 'délai de connexion dépassé',
+  EHOSTUNREACH: 'hôte inaccessible',
+};
+
+const plural = (count: number, word: string) => `${count} ${word}${count > 1 ? 's' : ''}`;
+
+/** One French sentence for what stopped the sync: the server out of reach, or its own refusal. */
+function explain(error: unknown, base: string): string {
+  if (error instanceof SyncRefusedError) return `Le serveur a refusé la requête (${error.status}) : ${error.message}`;
+  const code = (error as { cause?: { code?: string } })?.cause?.code;
+  if (error instanceof TypeError && code)
+    return `Serveur injoignable à ${base} (${networkFailures[code] ?? `erreur réseau ${code}`}) : vérifiez l’adresse donnée par --base et que l’API est démarrée.`;
+  return `Synchronisation interrompue : ${error instanceof Error ? error.message : String(error)}`;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  let commandLine: ReturnType<typeof readCommandLine>;
+  try {
+    commandLine = readCommandLine(process.argv.slice(2));
+  } catch (error) {
+    // parseArgs speaks English (unknown option, missing value): the option is named in French instead.
+    const option = /'(-[^' ]+)/.exec((error as Error).message)?.[1];
+    const reason =
+      error instanceof UsageError ? error.message : `option non reconnue ou incomplète : ${option ?? (error as Error).message}.`;
+    process.stderr.write(`Erreur : ${reason}\n\n${usage}`);
+    process.exit(2);
+  }
+  if (commandLine.help) {
+    process.stdout.write(usage);
+    process.exit(0);
+  }
+  try {
+    const result = await syncResource(createPartnerClient(commandLine.base, commandLine.key), {
+      resource: commandLine.resource,
+      since: commandLine.since,
+      year: commandLine.year ? Number(commandLine.year) : undefined,
+      onRows: (rows) => {
+        for (const row of rows) process.stdout.write(`${JSON.stringify(row)}\n`);
+      },
+      onWait: (seconds, reason) =>
+        process.stderr.write(`attente de ${seconds} s (${reason === '429' ? 'requête refusée : 429' : 'budget de requêtes épuisé'})\n`),
+    });
+    process.stderr.write(`${plural(result.rows, 'ligne')} en ${plural(result.pages, 'page')}\n`);
+  } catch (error) {
+    process.stderr.write(`${explain(error, commandLine.base)}\n`);
+    process.exit(1);
+  }
 }

@@ -1,6 +1,6 @@
+import type { FastifyRequest } from 'fastify';
 import type { components } from '../codegen/openapi';
 import { ApiError } from '../src/errors';
-import type { OperationHandler } from './context';
 
 type ResourceName = components['schemas']['UnknownResourceError']['available'][number];
 
@@ -25,8 +25,12 @@ type Missing = Exclude<ResourceName, (typeof resourceNames)[number]>;
 const noResourceMissing: [Missing] extends [never] ? true : Missing = true;
 void noResourceMissing;
 
-/** GET /{resource} for a name that is none of the resources (the known ones have their own route). */
-export const getUnknownResource: OperationHandler<'getUnknownResource'> = async (request) => {
+/**
+ * GET /{resource} for a name that is none of the resources (the known ones have their own route).
+ * The path is in openapi.yaml's `x-unlisted-paths`, not `paths`, so the generated `operations` have
+ * no type for it: its one parameter is typed here.
+ */
+export async function getUnknownResource(request: FastifyRequest<{ Params: { resource: string } }>): Promise<never> {
   const { resource } = request.params;
   throw new ApiError('unknown_resource', `Ressource « ${resource} » inconnue.`, { available: [...resourceNames] });
-};
+}

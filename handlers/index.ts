@@ -21,8 +21,9 @@ import { createListHandler } from './list-resource';
 
 /**
  * Every operation of openapi.yaml, by operationId, each typed by its own operation of the generated
- * contract. The `satisfies` makes a missing or misspelled operation, or a handler that does not
- * follow its operation, a compile error instead of a 500 at request time.
+ * contract, and GET /{resource} of its `x-unlisted-paths`. The `satisfies` makes a missing or
+ * misspelled operation, or a handler that does not follow its operation, a compile error instead of
+ * a 500 at request time.
  */
 export function createHandlers(context: HandlerContext) {
   return {
@@ -42,5 +43,5 @@ export function createHandlers(context: HandlerContext) {
     listLessonRatings: createListHandler('listLessonRatings', lessonRatingsResource, context),
     getActivityReport: createGetActivityReport(context),
     getUnknownResource,
-  } satisfies { [Id in OperationId]: OperationHandler<Id> };
+  } satisfies { [Id in OperationId]: OperationHandler<Id> } & { getUnknownResource: typeof getUnknownResource };
 }

@@ -12,11 +12,25 @@ export function loadOpenapiDocument(): Record<string, any> {
   return parse(openapiText);
 }
 
-/** Each path of the document (Fastify syntax, without the /v1 prefix) with the methods it declares. */
+/**
+ * The paths the server answers: the document's `paths`, and its `x-unlisted-paths` (GET /{resource},
+ * answered like any path but kept out of `paths`, where client generators would make it a method).
+ */
+export function answeredPaths(document: Record<string, any>): Record<string, Record<string, any>> {
+  return { ...document.paths, ...document['x-unlisted-paths'] };
+}
+
+/** The document as fastify-openapi-glue routes it: every answered path under `paths`. */
+export function routedDocument(document: Record<string, any>): Record<string, any> {
+  const { 'x-unlisted-paths': unlisted, ...routed } = structuredClone(document);
+  return { ...routed, paths: { ...routed.paths, ...unlisted } };
+}
+
+/** Each path the server answers (Fastify syntax, without the /v1 prefix) with the methods it declares. */
 export function declaredMethodsByPath(document: Record<string, any>): Map<string, string[]> {
   const httpMethods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
   const byPath = new Map<string, string[]>();
-  for (const [openapiRoute, item] of Object.entries<Record<string, unknown>>(document.paths ?? {})) {
+  for (const [openapiRoute, item] of Object.entries<Record<string, unknown>>(answeredPaths(document))) {
     const route = openapiRoute.replace(/\{([^}]+)\}/g, ':$1');
     byPath.set(
       route,
@@ -34,10 +48,11 @@ export function declaredMethodsByPath(document: Record<string, any>): Map<string
  */
 export function requiredScopesByRoute(document: Record<string, any>, prefix: string): Map<string, string[]> {
   const byRoute = new Map<string, string[]>();
+  const paths = answeredPaths(document);
   for (const [route, methods] of declaredMethodsByPath(document)) {
     const openapiRoute = route.replace(/:([^/]+)/g, '{$1}');
     for (const method of methods) {
-      const security: Record<string, string[]>[] = document.paths[openapiRoute][method.toLowerCase()].security ?? document.security ?? [];
+      const security: Record<string, string[]>[] = paths[openapiRoute]![method.toLowerCase()].security ?? document.security ?? [];
       byRoute.set(
         `${method} ${prefix}${route}`,
         security.flatMap((requirement) => Object.values(requirement).flat()),

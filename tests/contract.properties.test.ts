@@ -196,7 +196,8 @@ function readOutcomes(operation: ContractOperation, query: Record<string, string
   const learner = directory.resolve(query.email, query.user_id);
   if (learner === 'none' && learnerRequired.has(operation.operationId)) return [{ status: 400, mentions: ['« email »', '« user_id »'] }];
   if (learner === 'unknown') return [...outcomes, { status: 404 }];
-  const json = operation.answerMediaTypes.includes('application/json') && query.format !== 'csv';
+  // A file (`format=csv`, `format=xlsx`) has no tag to match: only JSON answers 304.
+  const json = operation.answerMediaTypes.includes('application/json') && (query.format ?? 'json') === 'json';
   const tag = Object.entries(headers).find(([name]) => name.toLowerCase() === 'if-none-match')?.[1];
   const matchesAnyTag = tag?.split(',').some((candidate) => candidate.trim() === '*') ?? false;
   return [...outcomes, { status: json && matchesAnyTag ? 304 : 200 }];
@@ -297,6 +298,9 @@ function contractInvariants(request: GeneratedRequest, response: Response): stri
       problems.push('error not in the one shape');
   } else if (type.startsWith('text/csv')) {
     if (response.rawPayload.subarray(0, 3).toString('hex') !== 'efbbbf') problems.push('CSV without its BOM');
+  } else if (type.startsWith('application/vnd.openxmlformats-officedocument.spreadsheetml.sheet')) {
+    // A workbook is a zip archive.
+    if (response.rawPayload.subarray(0, 4).toString('hex') !== '504b0304') problems.push('xlsx that is not a zip archive');
   } else if (type.startsWith('application/pdf')) {
     if (response.rawPayload.subarray(0, 5).toString('latin1') !== '%PDF-') problems.push('PDF that is not one');
   } else {

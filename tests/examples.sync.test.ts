@@ -1,8 +1,14 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createPartnerClient } from '../examples/client';
 import { syncResource } from '../examples/sync';
 import { addLearner, addLicences, createKey, createOrgWithKeys } from './support/factories';
 import { useTestApp } from './support/lifecycle';
+import { freePort } from './support/ports';
+import { projectRoot } from './support/server-process';
+
+const run = promisify(execFile);
 
 let baseUrl: string;
 let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
@@ -64,4 +70,71 @@ describe('the integrator kit', () => {
     expect(refused.waits).toEqual(['429']);
     expect(refused.emails).toEqual(['apprenant6@exemple.fr', 'apprenant7@exemple.fr']);
   }, 60_000);
+});
+
+/** The command line as the README gives it (`npx tsx examples/sync.ts …`): its exit code, stdout and stderr. */
+async function syncCommand(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'examples/sync.ts', ...args], {
+      cwd: projectRoot,
+      timeout: 30_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+describe('the sync command line', () => {
+  it('--help prints a French usage that names every option, and exits 0', async () => {
+    const { code, stdout, stderr } = await syncCommand(['--help']);
+    expect(code).toBe(0);
+    expect(stderr).toBe('');
+    expect(stdout).toMatch(/^Synchronisation incrémentale/);
+    for (const option of ['--base', '--key', '--since', '--resource', '--year', '--help']) expect(stdout).toContain(option);
+    expect(stdout).toContain('logins');
+  });
+
+  it.each([
+    [['--nom', 'x'], /^Erreur : option non reconnue ou incomplète : --nom\.\n/],
+    [['--since', '2026-01-01'], /^Erreur : indiquez la clé d’API avec --key\.\n/],
+    [['--key', 'sk_live_x', '--since', '2026-01-01', '--resource', 'cours'], /^Erreur : ressource inconnue : cours\.\n/],
+    [['--base', 'localhost:3000', '--key', 'sk_live_x', '--since', '2026-01-01'], /^Erreur : --base attend une adresse http/],
+  ])('refuses %j in French with its usage, and exits 2', async (args, message) => {
+    const { code, stdout, stderr } = await syncCommand(args);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(message);
+    expect(stderr).toContain('Usage : npx tsx examples/sync.ts');
+    expect(stderr).not.toMatch(/\n\s+at |Error:|node:internal/);
+  });
+
+  it('a server out of reach (wrong port): one French sentence naming the address, no stack, exit 1', async () => {
+    const base = `http://127.0.0.1:${await freePort()}/v1`;
+    const { code, stdout, stderr } = await syncCommand(['--base', base, '--key', org.readKey, '--since', '2026-03-01']);
+    expect(code).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toBe(
+      `Serveur injoignable à ${base} (connexion refusée) : vérifiez l’adresse donnée par --base et que l’API est démarrée.\n`,
+    );
+  });
+
+  it('a key the server refuses: its French refusal, exit 1', async () => {
+    const { code, stderr } = await syncCommand(['--base', baseUrl, '--key', 'sk_live_inconnue', '--since', '2026-03-01']);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^Le serveur a refusé la requête \(401\) : Clé .*\n$/);
+  });
+
+  it('writes one JSON line per row on stdout, the count on stderr', async () => {
+    const key = (await createKey(fixture.db, org.orgId, ['read'])).key;
+    const { code, stdout, stderr } = await syncCommand(['--base', baseUrl, '--key', key, '--resource', 'users', '--since', '2026-03-05']);
+    expect(code).toBe(0);
+    const rows = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { email: string });
+    expect(rows.map((row) => row.email)).toEqual(['apprenant5@exemple.fr', 'apprenant6@exemple.fr', 'apprenant7@exemple.fr']);
+    expect(stderr).toBe('3 lignes en 1 page\n');
+  });
 });

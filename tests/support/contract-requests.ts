@@ -1,6 +1,6 @@
 import { METHODS } from 'node:http';
 import fc from 'fast-check';
-import { contractDocument, deref, schemaViolations } from './openapi-validator';
+import { answeredPathItems, contractDocument, deref, schemaViolations } from './openapi-validator';
 
 /*
  * Requests generated from openapi.yaml, for tests/contract.properties.test.ts. Operations,
@@ -45,7 +45,8 @@ export interface ContractOperation {
 const document = contractDocument;
 const httpMethods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
-export const contractOperations: ContractOperation[] = Object.entries<any>(document.paths).flatMap(([path, item]) =>
+/** Every operation the server answers: those of `paths`, and GET /{resource} of `x-unlisted-paths`. */
+export const contractOperations: ContractOperation[] = Object.entries<any>(answeredPathItems).flatMap(([path, item]) =>
   httpMethods
     .filter((method) => item[method])
     .map((method): ContractOperation => {
@@ -82,7 +83,7 @@ export const contractOperations: ContractOperation[] = Object.entries<any>(docum
 
 /** The methods the document declares on a path, in its order (what `Allow` must list). */
 export function declaredMethods(path: string): string[] {
-  return httpMethods.filter((method) => document.paths[path][method]).map((method) => method.toUpperCase());
+  return httpMethods.filter((method) => answeredPathItems[path]![method]).map((method) => method.toUpperCase());
 }
 
 /** The API's prefix, from the document's first server (`…/v1`). */
@@ -269,7 +270,7 @@ export interface TextValues {
 /** Header values must be visible ASCII (Node refuses others before any route), and a path segment must name something else than a declared path. */
 function fitsLocation(location: Location, text: string): boolean {
   if (location === 'header') return /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(text);
-  if (location === 'path') return text !== '' && !/^\.+$/.test(text) && !(`/${text}` in document.paths);
+  if (location === 'path') return text !== '' && !/^\.+$/.test(text) && !(`/${text}` in answeredPathItems);
   return true;
 }
 

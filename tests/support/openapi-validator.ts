@@ -1,7 +1,7 @@
 import type { ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { loadOpenapiDocument } from '../../src/openapi-document';
+import { answeredPaths, loadOpenapiDocument } from '../../src/openapi-document';
 
 /**
  * Validates real bodies against openapi.yaml with Ajv 2020 (the JSON Schema of OpenAPI 3.1), for
@@ -29,17 +29,23 @@ export function deref(node: any): any {
   return node;
 }
 
+/** Every path the server answers, as the document writes it: `paths`, and `x-unlisted-paths` (GET /{resource}). */
+export const answeredPathItems: Record<string, Record<string, any>> = answeredPaths(document);
+
+/** Where the document writes a path: under `paths`, or under `x-unlisted-paths`. */
+const sectionOf = (path: string) => (document.paths?.[path] ? 'paths' : 'x-unlisted-paths');
+
 /** The JSON pointer of the schema documented for an operation's response, or null if none. */
 export function responseSchemaPointer(path: string, method: string, status: number, mediaType = 'application/json'): string | null {
-  const operation = document.paths?.[path]?.[method.toLowerCase()];
-  if (!operation) throw new Error(`opération inconnue du document : ${method} ${path}`);
+  const operation = answeredPathItems[path]?.[method.toLowerCase()];
+  if (!operation) throw new Error(`operation unknown to the document: ${method} ${path}`);
   const responses = operation.responses ?? {};
   const code = String(status) in responses ? String(status) : `${String(status)[0]}XX` in responses ? `${String(status)[0]}XX` : 'default';
   const response = deref(responses[code]);
   if (!response?.content?.[mediaType]?.schema) return null;
   // Follow the response's own $ref, if any, so the pointer lands on a schema Ajv can compile.
   const responseRef: string | undefined = responses[code]?.$ref;
-  const base = responseRef ? responseRef : `#/paths/${escapePointer(path)}/${method.toLowerCase()}/responses/${code}`;
+  const base = responseRef ? responseRef : `#/${sectionOf(path)}/${escapePointer(path)}/${method.toLowerCase()}/responses/${code}`;
   return `openapi.yaml${base}/content/${escapePointer(mediaType)}/schema`;
 }
 
@@ -58,7 +64,7 @@ export function responseErrors(path: string, method: string, status: number, bod
 
 /** The documented header names of a response (lower case). */
 export function documentedHeaders(path: string, method: string, status: number): string[] {
-  const response = deref(document.paths[path][method.toLowerCase()].responses[String(status)]);
+  const response = deref(answeredPathItems[path]![method.toLowerCase()].responses[String(status)]);
   return Object.keys(response?.headers ?? {}).map((name) => name.toLowerCase());
 }
 
