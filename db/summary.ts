@@ -1,9 +1,30 @@
 import { sql } from 'kysely';
 import type { components } from '../codegen/openapi';
 import type { DB } from './connection';
+import { typedColumns } from './resources/definition';
 
 /** The `data` of the `summary` resource, as the contract defines it. */
 export type Summary = components['schemas']['SummaryData'];
+
+/** The paths of an object's leaves, joined with dots: `licences.standard.total`. */
+type LeafPaths<Value, Prefix extends string = ''> = {
+  [Key in keyof Value & string]: Value[Key] extends Record<string, unknown> ? LeafPaths<Value[Key], `${Prefix}${Key}.`> : `${Prefix}${Key}`;
+}[keyof Value & string];
+
+/** The `summary` as one row (CSV, workbook): the dotted paths of its leaves, in its order. */
+export type SummaryRow = Record<LeafPaths<Summary>, number>;
+
+/** The columns of that row, in order, with their types: every path of the contract, no other. */
+export const summaryColumns = typedColumns<SummaryRow>({
+  'utilisateurs.total': 'integer',
+  'utilisateurs.actifs': 'integer',
+  'licences.standard.total': 'integer',
+  'licences.standard.disponibles': 'integer',
+  'licences.standard.utilisees': 'integer',
+  'licences.tutorat.total': 'integer',
+  'licences.tutorat.disponibles': 'integer',
+  'licences.tutorat.utilisees': 'integer',
+});
 
 /**
  * The organisation's counts, from the same rows as `users`: learners and their statuses, and the

@@ -1,5 +1,6 @@
-import { getSummary } from '../db/summary';
+import { getSummary, summaryColumns } from '../db/summary';
 import { csvAttachmentHeaders, csvStream, flattenObject } from '../src/csv';
+import { sheetColumns, xlsxAttachmentHeaders, xlsxStream } from '../src/xlsx';
 import type { HandlerContext, OperationHandler } from './context';
 import { buildMeta, requestedYear, resolveLearner } from './request-scope';
 
@@ -9,12 +10,14 @@ export function createGetSummary(context: HandlerContext): OperationHandler<'get
     const query = request.query;
     const learner = await resolveLearner(context, request, query);
     const summary = await getSummary(context.db, request.caller.orgId, learner?.membershipId ?? null);
-    if (query.format === 'csv') {
+    if (query.format === 'csv' || query.format === 'xlsx') {
       const row = flattenObject(summary);
       async function* oneChunk() {
         yield [row];
       }
-      return reply.headers(csvAttachmentHeaders('summary.csv')).send(csvStream(Object.keys(row), oneChunk()));
+      return query.format === 'csv'
+        ? reply.headers(csvAttachmentHeaders('summary.csv')).send(csvStream(summaryColumns.columns, oneChunk()))
+        : reply.headers(xlsxAttachmentHeaders('summary.xlsx')).send(xlsxStream('summary', sheetColumns(summaryColumns), oneChunk()));
     }
     return {
       resource: 'summary',

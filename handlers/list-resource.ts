@@ -3,6 +3,7 @@ import type { components } from '../codegen/openapi';
 import type { ResourceDefinition } from '../db/resources/definition';
 import { countResourceRows, pageResourceRows, streamRowChunks } from '../db/resources/list';
 import { csvAttachmentHeaders, csvStream } from '../src/csv';
+import { sheetColumns, xlsxAttachmentHeaders, xlsxStream } from '../src/xlsx';
 import type { HandlerContext, JsonAnswerOf, ListQuery, Meta, OperationHandler, OperationId, QueryOf } from './context';
 import { nextPageLink } from './next-page-link';
 import { buildMeta, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
@@ -48,8 +49,8 @@ void everyListHasTheSameShape;
 
 /**
  * The one handler of every list resource: resolves the learner and programme filters, then answers
- * the JSON envelope (a page, with the cap behind `meta.truncated`) or streams the CSV export. The
- * definition's rows and name are those the operation's contract gives.
+ * the JSON envelope (a page, with the cap behind `meta.truncated`) or streams the CSV or xlsx
+ * export. The definition's rows and name are those the operation's contract gives.
  */
 export function createListHandler<Id extends ListOperationId>(
   _operationId: Id,
@@ -69,11 +70,17 @@ export function createListHandler<Id extends ListOperationId>(
     // One learner's rows are never capped: the cap bounds organisation-wide aggregation only.
     const cap = learner ? null : config.aggregationCap;
 
+    // Files hold every row up to the cap, in the order of the pages, read in chunks through a cursor.
+    const fileName = `${resource.name}-${resource.filtersByYear ? year : 'tous'}`;
     if (query.format === 'csv') {
-      const fileName = `${resource.name}-${resource.filtersByYear ? year : 'tous'}.csv`;
       return reply
-        .headers(csvAttachmentHeaders(fileName))
+        .headers(csvAttachmentHeaders(`${fileName}.csv`))
         .send(csvStream(resource.columns, streamRowChunks(db, resource.select(db, filter), cap)));
+    }
+    if (query.format === 'xlsx') {
+      return reply
+        .headers(xlsxAttachmentHeaders(`${fileName}.xlsx`))
+        .send(xlsxStream(resource.name, sheetColumns(resource), streamRowChunks(db, resource.select(db, filter), cap)));
     }
 
     const limit = query.limit ?? defaultLimit;

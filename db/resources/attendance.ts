@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDateTime } from '../render';
-import type { ResourceDefinition, ResourceFilter } from './definition';
+import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
 
@@ -38,19 +38,19 @@ export function attendanceInScope(db: DB, filter: ResourceFilter) {
 
 export const attendanceResource: ResourceDefinition<AttendanceRow, 'attendance'> = {
   name: 'attendance',
-  columns: [
-    'apprenant',
-    'email',
-    'seance',
-    'programme',
-    'programme_slug',
-    'date',
-    'duree_prevue_min',
-    'present',
-    'temps_connecte_min',
-    'signe_apprenant',
-    'signe_formateur',
-  ],
+  ...typedColumns<AttendanceRow>({
+    apprenant: 'text',
+    email: 'text',
+    seance: 'text',
+    programme: 'text',
+    programme_slug: 'text',
+    date: 'dateTime',
+    duree_prevue_min: 'integer',
+    present: 'text',
+    temps_connecte_min: 'integer',
+    signe_apprenant: 'text',
+    signe_formateur: 'text',
+  }),
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,

@@ -15,14 +15,27 @@ export interface ResourceFilter {
 }
 
 /**
- * A list resource: its wire name, its columns in the contract's order, and the query of its rows.
- * The shared machinery (db/resources/list.ts, handlers/list-resource.ts) does the rest: paging,
- * the cap, meta, CSV. Adding a resource is one file of this shape.
+ * What a column holds on the wire, so that a workbook gives each cell its type: `text` (`Oui` /
+ * `Non` included), `integer`, `decimal` (`documents.heures`), `date` (a Paris `YYYY-MM-DD`) or
+ * `dateTime` (a Paris `YYYY-MM-DD HH:MM`). Null is an empty cell whatever the type.
+ */
+export type ColumnType = 'text' | 'integer' | 'decimal' | 'date' | 'dateTime';
+
+/** Every column of a row with its type, in the contract's order (the row's JSON keys). */
+export type ColumnTypes<Row> = { readonly [Column in keyof Row & string]-?: ColumnType };
+
+/**
+ * A list resource: its wire name, its columns in the contract's order with their types, and the
+ * query of its rows. The shared machinery (db/resources/list.ts, handlers/list-resource.ts) does
+ * the rest: paging, the cap, meta, CSV, the workbook. Adding a resource is one file of this shape.
  */
 export interface ResourceDefinition<Row extends Record<string, unknown> = Record<string, unknown>, Name extends string = string> {
   /** The wire name (`resource` of the envelope). */
   readonly name: Name;
+  /** The columns in the contract's order: the header of the CSV and of the workbook. */
   readonly columns: readonly (keyof Row & string)[];
+  /** The type of each column (`typedColumns` gives both from one list). */
+  readonly columnTypes: ColumnTypes<Row>;
   /** Whether `year` applies (false for `users`). */
   readonly filtersByYear: boolean;
   /** Whether `updated_since` applies (false for `learners`). */
@@ -54,4 +67,14 @@ export interface ResourceDefinition<Row extends Record<string, unknown> = Record
 export interface RowWindow {
   limit: number;
   offset: number;
+}
+
+/**
+ * `columns` and `columnTypes` from one list of the row's columns with their types, written in the
+ * contract's order: a column missing from the list, or one the row does not have, fails the build.
+ */
+export function typedColumns<Row extends Record<string, unknown>>(
+  types: ColumnTypes<Row>,
+): Pick<ResourceDefinition<Row>, 'columns' | 'columnTypes'> {
+  return { columns: Object.keys(types) as (keyof Row & string)[], columnTypes: types };
 }

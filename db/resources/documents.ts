@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
-import type { ResourceDefinition, ResourceFilter } from './definition';
+import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
 
@@ -26,7 +26,16 @@ export function documentsInScope(db: DB, filter: ResourceFilter) {
 
 export const documentsResource: ResourceDefinition<DocumentRow, 'documents'> = {
   name: 'documents',
-  columns: ['apprenant', 'email', 'type', 'programme', 'programme_slug', 'emis_le', 'heures', 'score_completion'],
+  ...typedColumns<DocumentRow>({
+    apprenant: 'text',
+    email: 'text',
+    type: 'text',
+    programme: 'text',
+    programme_slug: 'text',
+    emis_le: 'date',
+    heures: 'decimal',
+    score_completion: 'integer',
+  }),
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,

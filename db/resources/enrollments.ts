@@ -2,7 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDate, parisDateTime } from '../render';
-import type { ResourceDefinition, ResourceFilter } from './definition';
+import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { yearSliceFilter, yearStart } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
 
@@ -49,20 +49,20 @@ export function enrolmentsInScope(db: DB, filter: ResourceFilter) {
 
 export const enrollmentsResource: ResourceDefinition<EnrollmentRow, 'enrollments'> = {
   name: 'enrollments',
-  columns: [
-    'apprenant',
-    'email',
-    'programme',
-    'programme_slug',
-    'pourcentage',
-    'lecons_vues',
-    'lecons_total',
-    'complete',
-    'complete_le',
-    'derniere_activite_le',
-    'premiere_connexion_le',
-    'derniere_connexion_le',
-  ],
+  ...typedColumns<EnrollmentRow>({
+    apprenant: 'text',
+    email: 'text',
+    programme: 'text',
+    programme_slug: 'text',
+    pourcentage: 'integer',
+    lecons_vues: 'integer',
+    lecons_total: 'integer',
+    complete: 'text',
+    complete_le: 'date',
+    derniere_activite_le: 'date',
+    premiere_connexion_le: 'dateTime',
+    derniere_connexion_le: 'dateTime',
+  }),
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,

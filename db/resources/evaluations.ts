@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, wireDate } from '../render';
-import type { ResourceDefinition, ResourceFilter } from './definition';
+import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalDayFilter } from './natural-date';
 import { scopeCondition, windowByKeys, withLessonContext } from './scope';
 
@@ -30,7 +30,18 @@ export function attemptsInScope(db: DB, filter: ResourceFilter) {
 
 export const evaluationsResource: ResourceDefinition<EvaluationRow, 'evaluations'> = {
   name: 'evaluations',
-  columns: ['apprenant', 'email', 'programme', 'programme_slug', 'module', 'lecon', 'tentative', 'score', 'reussi', 'date'],
+  ...typedColumns<EvaluationRow>({
+    apprenant: 'text',
+    email: 'text',
+    programme: 'text',
+    programme_slug: 'text',
+    module: 'text',
+    lecon: 'text',
+    tentative: 'integer',
+    score: 'integer',
+    reussi: 'text',
+    date: 'date',
+  }),
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,

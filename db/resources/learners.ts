@@ -3,7 +3,7 @@ import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
 import { attendanceInScope } from './attendance';
-import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
+import { type ResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
 import { documentsInScope } from './documents';
 import { completedBy, enrolmentsInScope } from './enrollments';
 import { attemptsInScope } from './evaluations';
@@ -185,28 +185,28 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
  */
 export const learnersResource: ResourceDefinition<LearnerRow, 'learners'> = {
   name: 'learners',
-  columns: [
-    'nom',
-    'email',
-    'invite_le',
-    'inscrit_le',
-    'connexions',
-    'temps_actif_min',
-    'temps_cours_min',
-    'temps_labia_min',
-    'temps_tutorat_min',
-    'programmes_suivis',
-    'programmes_completes',
-    'evaluations_reussies',
-    'evaluations_total',
-    'score_moyen',
-    'seances_tutorat',
-    'seances_present',
-    'pif_emis',
-    'attestations_emises',
-    'satisfaction_note',
-    'nps',
-  ],
+  ...typedColumns<LearnerRow>({
+    nom: 'text',
+    email: 'text',
+    invite_le: 'date',
+    inscrit_le: 'date',
+    connexions: 'integer',
+    temps_actif_min: 'integer',
+    temps_cours_min: 'integer',
+    temps_labia_min: 'integer',
+    temps_tutorat_min: 'integer',
+    programmes_suivis: 'integer',
+    programmes_completes: 'integer',
+    evaluations_reussies: 'integer',
+    evaluations_total: 'integer',
+    score_moyen: 'integer',
+    seances_tutorat: 'integer',
+    seances_present: 'integer',
+    pif_emis: 'integer',
+    attestations_emises: 'integer',
+    satisfaction_note: 'integer',
+    nps: 'integer',
+  }),
   filtersByYear: true,
   filtersByUpdatedSince: false,
   filtersByProgramme: false,

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
-import type { ResourceDefinition, ResourceFilter } from './definition';
+import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys, withLessonContext } from './scope';
 
@@ -26,7 +26,17 @@ export function lessonRatingsInScope(db: DB, filter: ResourceFilter) {
 
 export const lessonRatingsResource: ResourceDefinition<LessonRatingRow, 'lesson-ratings'> = {
   name: 'lesson-ratings',
-  columns: ['apprenant', 'email', 'programme', 'programme_slug', 'module', 'lecon', 'note', 'commentaire', 'soumis_le'],
+  ...typedColumns<LessonRatingRow>({
+    apprenant: 'text',
+    email: 'text',
+    programme: 'text',
+    programme_slug: 'text',
+    module: 'text',
+    lecon: 'text',
+    note: 'integer',
+    commentaire: 'text',
+    soumis_le: 'date',
+  }),
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,

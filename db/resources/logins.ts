@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDateTime } from '../render';
-import type { ResourceDefinition, ResourceFilter } from './definition';
+import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
 
@@ -31,7 +31,15 @@ const durationMinutes = sql<
 
 export const loginsResource: ResourceDefinition<LoginRow, 'logins'> = {
   name: 'logins',
-  columns: ['apprenant', 'email', 'debut', 'fin', 'duree_min', 'ip', 'navigateur'],
+  ...typedColumns<LoginRow>({
+    apprenant: 'text',
+    email: 'text',
+    debut: 'dateTime',
+    fin: 'dateTime',
+    duree_min: 'integer',
+    ip: 'text',
+    navigateur: 'text',
+  }),
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: false,

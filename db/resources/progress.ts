@@ -2,7 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDate } from '../render';
-import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
+import { type ResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
 import { progressPercent } from './enrollments';
 import { yearSliceFilter, yearStart } from './natural-date';
 import { scopeCondition } from './scope';
@@ -152,19 +152,19 @@ function progressRows(db: DB, filter: ResourceFilter, window: RowWindow | null) 
 
 export const progressResource: ResourceDefinition<ProgressRow, 'progress'> = {
   name: 'progress',
-  columns: [
-    'apprenant',
-    'email',
-    'programme',
-    'programme_slug',
-    'pourcentage_programme',
-    'module',
-    'lecon',
-    'vue',
-    'visites',
-    'temps_min',
-    'derniere_visite_le',
-  ],
+  ...typedColumns<ProgressRow>({
+    apprenant: 'text',
+    email: 'text',
+    programme: 'text',
+    programme_slug: 'text',
+    pourcentage_programme: 'integer',
+    module: 'text',
+    lecon: 'text',
+    vue: 'text',
+    visites: 'integer',
+    temps_min: 'integer',
+    derniere_visite_le: 'date',
+  }),
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,

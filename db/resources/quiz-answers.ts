@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDateTime, wireDate } from '../render';
-import type { ResourceDefinition, ResourceFilter } from './definition';
+import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalDayFilter } from './natural-date';
 import { scopeCondition, windowByKeys, withLessonContext } from './scope';
 
@@ -33,24 +33,24 @@ export function answersInScope(db: DB, filter: ResourceFilter) {
 
 export const quizAnswersResource: ResourceDefinition<QuizAnswerRow, 'quiz-answers'> = {
   name: 'quiz-answers',
-  columns: [
-    'apprenant',
-    'email',
-    'programme',
-    'programme_slug',
-    'module',
-    'lecon',
-    'tentative',
-    'score_tentative',
-    'reussi',
-    'question',
-    'options',
-    'reponse_choisie',
-    'bonne_reponse',
-    'correct',
-    'repondu_le',
-    'date',
-  ],
+  ...typedColumns<QuizAnswerRow>({
+    apprenant: 'text',
+    email: 'text',
+    programme: 'text',
+    programme_slug: 'text',
+    module: 'text',
+    lecon: 'text',
+    tentative: 'integer',
+    score_tentative: 'integer',
+    reussi: 'text',
+    question: 'text',
+    options: 'text',
+    reponse_choisie: 'text',
+    bonne_reponse: 'text',
+    correct: 'text',
+    repondu_le: 'dateTime',
+    date: 'date',
+  }),
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
-import type { ResourceDefinition, ResourceFilter } from './definition';
+import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
 
@@ -26,7 +26,16 @@ export function surveysInScope(db: DB, filter: ResourceFilter) {
 
 export const satisfactionResource: ResourceDefinition<SatisfactionRow, 'satisfaction'> = {
   name: 'satisfaction',
-  columns: ['apprenant', 'email', 'programme', 'programme_slug', 'note', 'nps', 'verbatim', 'repondu_le'],
+  ...typedColumns<SatisfactionRow>({
+    apprenant: 'text',
+    email: 'text',
+    programme: 'text',
+    programme_slug: 'text',
+    note: 'integer',
+    nps: 'integer',
+    verbatim: 'text',
+    repondu_le: 'date',
+  }),
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
-import type { ResourceDefinition, ResourceFilter } from './definition';
+import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
 
@@ -31,18 +31,18 @@ export function tutoringRatingsInScope(db: DB, filter: ResourceFilter) {
 
 export const tutoringRatingsResource: ResourceDefinition<TutoringRatingRow, 'tutoring-ratings'> = {
   name: 'tutoring-ratings',
-  columns: [
-    'apprenant',
-    'email',
-    'seance',
-    'programme',
-    'programme_slug',
-    'formateur',
-    'note_seance',
-    'note_formateur',
-    'commentaire',
-    'soumis_le',
-  ],
+  ...typedColumns<TutoringRatingRow>({
+    apprenant: 'text',
+    email: 'text',
+    seance: 'text',
+    programme: 'text',
+    programme_slug: 'text',
+    formateur: 'text',
+    note_seance: 'integer',
+    note_formateur: 'integer',
+    commentaire: 'text',
+    soumis_le: 'date',
+  }),
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import { parisDate, parisDay } from '../render';
-import type { ResourceDefinition } from './definition';
+import { type ResourceDefinition, typedColumns } from './definition';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type UserRow = components['schemas']['UserRow'];
@@ -11,7 +11,14 @@ export const membershipDate = sql<Date>`coalesce(m.joined_at, m.invited_at)`;
 
 export const usersResource: ResourceDefinition<UserRow, 'users'> = {
   name: 'users',
-  columns: ['nom', 'email', 'statut', 'licence_type', 'licence_statut', 'inscrit_le'],
+  ...typedColumns<UserRow>({
+    nom: 'text',
+    email: 'text',
+    statut: 'text',
+    licence_type: 'text',
+    licence_statut: 'text',
+    inscrit_le: 'date',
+  }),
   filtersByYear: false,
   filtersByUpdatedSince: true,
   filtersByProgramme: false,
