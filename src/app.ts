@@ -14,7 +14,14 @@ import { clientErrorResponse, frameworkErrorResponse, installErrorHandler, sendA
 import { ApiError, serviceUnavailable } from './errors';
 import { registerHealthRoutes } from './health';
 import type { Metrics } from './metrics';
-import { declaredMethodsByPath, loadOpenapiDocument, openapiText, requiredScopesByRoute } from './openapi-document';
+import {
+  answerOnlyMediaTypes,
+  declaredMethodsByPath,
+  loadOpenapiDocument,
+  openapiText,
+  requiredScopesByRoute,
+  routedDocument,
+} from './openapi-document';
 import { validatorCompiler } from './validation';
 
 export const apiPrefix = '/v1';
@@ -25,6 +32,8 @@ const maxUrlLength = 8192;
 export interface AppOptions {
   /** Where logs go (stdout by default); tests capture them. */
   logStream?: { write(line: string): void };
+  /** A learner of the demo organisation: the docs page's "Try it out" of the activity report opens on them. */
+  docsLearnerEmail?: string;
 }
 
 declare module 'fastify' {
@@ -43,7 +52,7 @@ declare module 'fastify' {
  * for its life (database, render pool, metrics) comes in `context`: the server opens and closes it
  * (src/context.ts, `openServerContext`), and so do the tests.
  */
-export async function buildApp(context: AppContext, { logStream }: AppOptions = {}): Promise<FastifyInstance> {
+export async function buildApp(context: AppContext, { logStream, docsLearnerEmail }: AppOptions = {}): Promise<FastifyInstance> {
   const { config, db, metrics } = context;
   let draining = false;
   const app = createFastify(config, logStream);
@@ -62,7 +71,7 @@ export async function buildApp(context: AppContext, { logStream }: AppOptions = 
   registerHealthRoutes(app, { db, isDraining: () => draining, metrics });
 
   const document = loadOpenapiDocument();
-  await registerDocument(app, document);
+  await registerDocument(app, document, docsLearnerEmail);
   await registerApi(app, context, document);
   return app;
 }
@@ -173,17 +182,85 @@ function superviseRequests(app: FastifyInstance, config: Config, metrics: Metric
   });
 }
 
-/** The contract and its docs page, which need no key. */
-async function registerDocument(app: FastifyInstance, document: Record<string, any>): Promise<void> {
+/**
+ * The contract and its docs page, which need no key; `/` and `/v1` lead to the docs page (the
+ * address `make run` prints is the API's base).
+ */
+async function registerDocument(app: FastifyInstance, document: Record<string, any>, docsLearnerEmail: string | undefined): Promise<void> {
   app.get(`${apiPrefix}/openapi.yaml`, async (_request, reply) => reply.type('application/yaml; charset=utf-8').send(openapiText));
   app.get(`${apiPrefix}/openapi.json`, async (_request, reply) => reply.type('application/json; charset=utf-8').send(document));
-  // The docs page's "Try it out" calls the server that serves it, whatever its host and port.
-  const docsDocument = {
-    ...structuredClone(document),
-    servers: [{ url: apiPrefix, description: 'ce serveur' }, ...(document.servers ?? [])],
-  };
-  await app.register(swagger, { mode: 'static', specification: { document: docsDocument as never } });
+  await app.register(swagger, { mode: 'static', specification: { document: docsDocument(document, docsLearnerEmail) as never } });
   await app.register(swaggerUi, { routePrefix: `${apiPrefix}/docs` });
+  for (const url of ['/', apiPrefix, `${apiPrefix}/`]) app.get(url, async (_request, reply) => reply.redirect(`${apiPrefix}/docs/`, 302));
+}
+
+/**
+ * The operations that need a learner (`email` or `user_id`): the docs page fills in the demo
+ * organisation's learner there, when the server has one.
+ */
+const operationsOnOneLearner = new Set(['getActivityReport']);
+
+/** What the docs page's "Try it out" of POST /users starts from: the server refuses it (400) until edited. */
+const enrolmentTemplate = {
+  summary: 'Modèle à compléter (« Try it out » part de celui-ci : remplacez l’email avant « Execute »)',
+  value: { email: 'à compléter', programme_slugs: [] },
+};
+
+/**
+ * The document as the docs page shows it. Its "Try it out" calls the server that serves it,
+ * whatever its host and port. Swagger UI fills each parameter's input with the parameter's
+ * example, so the first Execute asked for a learner and a programme that do not exist in the
+ * caller's organisation (404), with an `If-None-Match`: here every parameter's example moves into
+ * its description, where it is still read, and the inputs open with the defaults only, so that
+ * every GET answers 200 with nothing but a key. The activity report, which needs a learner, opens
+ * on the demo organisation's when there is one. POST /users opens on a template the server
+ * refuses, so that nobody is enrolled without an explicit edit; its examples stay in the list.
+ */
+function docsDocument(document: Record<string, any>, docsLearnerEmail: string | undefined): Record<string, any> {
+  const docs = structuredClone(document);
+  docs.servers = [{ url: apiPrefix, description: 'ce serveur' }, ...(document.servers ?? [])];
+  const operations = Object.values<Record<string, any>>(docs.paths ?? {}).flatMap((pathItem) =>
+    Object.values<Record<string, any>>(pathItem).filter((operation) => typeof operation === 'object' && operation.responses),
+  );
+  const parameters = [
+    ...Object.values<Record<string, any>>(docs.components?.parameters ?? {}),
+    ...Object.values<Record<string, any>>(docs.paths ?? {}).flatMap((pathItem) => pathItem.parameters ?? []),
+    ...operations.flatMap((operation) => operation.parameters ?? []),
+  ];
+  for (const parameter of parameters) showExampleInDescription(parameter);
+  if (docsLearnerEmail)
+    for (const operation of operations.filter((candidate) => operationsOnOneLearner.has(candidate.operationId)))
+      operation.parameters = operation.parameters.map((parameter: Record<string, any>) =>
+        parameter.$ref === '#/components/parameters/email'
+          ? {
+              ...docs.components.parameters.email,
+              description: `${docs.components.parameters.email.description}\n\nPré-rempli ici avec un apprenant de l’organisation de démonstration.`,
+              example: docsLearnerEmail,
+            }
+          : parameter,
+      );
+  const enrolment = docs.paths?.['/users']?.post?.requestBody?.content?.['application/json'];
+  if (enrolment?.examples) enrolment.examples = { 'a-completer': enrolmentTemplate, ...enrolment.examples };
+  return docs;
+}
+
+/** Moves a parameter's `example` / `examples` (and its schema's) to the end of its description. */
+function showExampleInDescription(parameter: Record<string, any>): void {
+  const values = [
+    parameter.example,
+    ...Object.values<{ value?: unknown }>(parameter.examples ?? {}).map((example) => example.value),
+    parameter.schema?.example,
+    ...(parameter.schema?.examples ?? []),
+  ].filter((value) => value !== undefined);
+  delete parameter.example;
+  delete parameter.examples;
+  if (parameter.schema) {
+    delete parameter.schema.example;
+    delete parameter.schema.examples;
+  }
+  if (values.length === 0) return;
+  const shown = values.map((value) => `\`${typeof value === 'string' ? value : JSON.stringify(value)}\``).join(', ');
+  parameter.description = `${(parameter.description ?? '').trimEnd()}\n\nExemple : ${shown}`;
 }
 
 /** The API below /v1: key and rate limit, JSON bodies only, routes and validation from the contract, the handlers, and the 404 and 405 answers. */
@@ -207,7 +284,7 @@ async function registerApi(app: FastifyInstance, context: AppContext, document: 
       api.addHook('onSend', conditionalJson);
       // Only JSON bodies are read: text, and the types the document names only for responses, are 415.
       api.removeContentTypeParser('text/plain');
-      api.addContentTypeParser(['application/pdf', 'text/csv'], (_request, _body, done) =>
+      api.addContentTypeParser(answerOnlyMediaTypes(document), (_request, _body, done) =>
         done(Object.assign(new Error('unsupported content type'), { statusCode: 415 }), undefined),
       );
       // A route that takes a body gets one: without it, validation (which keys on the content type) never runs.
@@ -215,7 +292,7 @@ async function registerApi(app: FastifyInstance, context: AppContext, document: 
         if (request.routeOptions.schema?.body && (request.body === undefined || request.body === null)) throw new ApiError('body_missing');
       });
       await api.register(openapiGlue, {
-        specification: structuredClone(document),
+        specification: routedDocument(document),
         serviceHandlers: handlers,
         securityHandlers: createSecurityHandlers(),
       });

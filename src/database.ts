@@ -3,6 +3,7 @@ import pg from 'pg';
 import { createDb, type DB } from '../db/connection';
 import { migrateToLatest } from '../db/migrate';
 import type { Config } from './config';
+import { isDatabaseUnavailable } from './database-faults';
 import { serverUrlFor, startEmbeddedPostgres } from './embedded-postgres';
 
 /** The database the server and the operator commands use, in the embedded cluster. */
@@ -29,10 +30,29 @@ async function ensureDatabaseExists(serverUrl: string, name: string): Promise<vo
   }
 }
 
+/** What the operator reads when the database named by DATABASE_URL cannot be reached (the embedded one explains itself). */
+function unreachableDatabase(connectionString: string, error: unknown): Error {
+  const { code, message } = error as { code?: string; message?: string };
+  const url = new URL(connectionString);
+  url.password = url.password ? '***' : '';
+  const target = `la base DATABASE_URL (${url.toString()})`;
+  const detail = String(message ?? error);
+  const [cause, fix] =
+    code === '28P01' || code === '28000'
+      ? [`${target} refuse l’utilisateur ou le mot de passe (${detail})`, 'corrigez l’utilisateur et le mot de passe de DATABASE_URL']
+      : code === '3D000'
+        ? [`${target} n’existe pas (${detail})`, `créez-la (createdb ${url.pathname.slice(1)}) ou corrigez son nom dans DATABASE_URL`]
+        : [`${target} ne répond pas (${detail})`, 'vérifiez que ce PostgreSQL tourne et que son adresse et son port sont les bons'];
+  return new Error(`${cause}. Pour y remédier : ${fix} ; ou retirez DATABASE_URL pour que le projet démarre son propre PostgreSQL.`);
+}
+
 /**
  * The database named by DATABASE_URL, or the project's own embedded PostgreSQL (data under
  * DATA_DIR), migrated to the latest schema (without time limits: a migration may rewrite large
- * tables). `serving` gives the pool the time limits of a server answering requests.
+ * tables). `serving` gives the pool the time limits of a server answering requests, and keeps the
+ * embedded PostgreSQL out of the terminal's Ctrl-C: a server stops it itself, after its requests
+ * and its webhook worker (an operator command, which has no stop of its own, leaves it in the
+ * terminal's process group, so that Ctrl-C ends both).
  */
 export async function openDatabase(
   config: Config,
@@ -44,16 +64,25 @@ export async function openDatabase(
     const embedded = await startEmbeddedPostgres({
       databaseDir: path.join(config.dataDir, 'postgres'),
       port: config.embeddedPostgresPort,
+      detached: options.serving ?? false,
     });
     stopEmbedded = embedded.stop;
-    await ensureDatabaseExists(embedded.serverUrl, applicationDatabaseName);
     connectionString = serverUrlFor(config.embeddedPostgresPort, applicationDatabaseName);
+    try {
+      await ensureDatabaseExists(embedded.serverUrl, applicationDatabaseName);
+    } catch (error) {
+      await stopEmbedded();
+      throw error;
+    }
   }
   const migrating = createDb(connectionString, { poolSize: 1 });
   try {
     await migrateToLatest(migrating).finally(() => migrating.destroy());
   } catch (error) {
     await stopEmbedded();
+    const { code } = error as { code?: string };
+    if (config.databaseUrl !== null && (isDatabaseUnavailable(error) || code === '28P01' || code === '28000' || code === '3D000'))
+      throw unreachableDatabase(config.databaseUrl, error);
     throw error;
   }
   const db = createDb(connectionString, {

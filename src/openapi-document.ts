@@ -26,6 +26,25 @@ export function routedDocument(document: Record<string, any>): Record<string, an
   return { ...routed, paths: { ...routed.paths, ...unlisted } };
 }
 
+/**
+ * The media types the document names for answers only (files: CSV, workbook, PDF): glue registers
+ * a parser for every media type it meets, so a request body of one of them would be read, not 415.
+ */
+export function answerOnlyMediaTypes(document: Record<string, any>): string[] {
+  const requestTypes = new Set<string>();
+  const answerTypes = new Set<string>();
+  for (const item of Object.values<Record<string, any>>(answeredPaths(document))) {
+    for (const operation of Object.values<Record<string, any>>(item)) {
+      if (typeof operation !== 'object' || operation === null) continue;
+      for (const type of Object.keys(operation.requestBody?.content ?? {})) requestTypes.add(type);
+      for (const answer of Object.values<Record<string, any>>(operation.responses ?? {})) {
+        for (const type of Object.keys(answer.content ?? {})) answerTypes.add(type);
+      }
+    }
+  }
+  return [...answerTypes].filter((type) => !requestTypes.has(type) && type !== 'application/json');
+}
+
 /** Each path the server answers (Fastify syntax, without the /v1 prefix) with the methods it declares. */
 export function declaredMethodsByPath(document: Record<string, any>): Map<string, string[]> {
   const httpMethods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];

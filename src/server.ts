@@ -1,7 +1,9 @@
+import { inspect } from 'node:util';
 import type { FastifyInstance } from 'fastify';
+import { findLearner } from '../db/learners';
 import { apiPrefix, buildApp } from './app';
-import { loadConfig } from './config';
-import { openServerContext } from './context';
+import { type Config, loadConfig } from './config';
+import { openServerContext, type ServerContext } from './context';
 import { isDatabaseUnavailable } from './database-faults';
 
 /**
@@ -41,7 +43,7 @@ const shutdownWatchdogMarginMs = 3_000;
 const repeatedSignalWindowMs = 1_000;
 
 /** The lines `make run` prints once the server listens. */
-function welcome(base: string, context: Awaited<ReturnType<typeof openServerContext>>): string {
+function welcome(base: string, context: ServerContext): string {
   const lines = ['', `API partenaires prête : ${base}`, `Documentation : ${base}/docs   (document : ${base}/openapi.yaml)`];
   const demo = context.demo;
   if (demo) {
@@ -55,11 +57,54 @@ function welcome(base: string, context: Awaited<ReturnType<typeof openServerCont
   return lines.join('\n') + '\n\n';
 }
 
+/** What `make run` says when the server cannot listen: the cause and the fix, in one sentence. */
+function listenFailure(error: NodeJS.ErrnoException, config: Config): Error {
+  const { port, host } = config;
+  switch (error.code) {
+    case 'EADDRINUSE':
+      return new Error(
+        `le port ${port} (PORT) est déjà pris sur ${host} par un autre programme, peut-être un autre \`make run\`. ` +
+          `Pour y remédier : arrêtez-le, ou choisissez un autre port : PORT=${port === 65535 ? port - 1 : port + 1} make run.`,
+      );
+    case 'EACCES':
+      return new Error(
+        `le port ${port} (PORT) est réservé à root sur ce système. Pour y remédier : choisissez un port au-dessus de 1023 (PORT=3000).`,
+      );
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+      return new Error(
+        `l’adresse ${host} (HOST) n’est pas une adresse de cette machine. Pour y remédier : HOST=127.0.0.1 (ou 0.0.0.0 pour toutes).`,
+      );
+    default:
+      return error;
+  }
+}
+
+/** The docs page's "Try it out" of the activity report opens on a learner of the demo organisation. */
+async function demoLearnerEmail(context: ServerContext): Promise<string | undefined> {
+  if (!context.demo) return undefined;
+  return (await findLearner(context.db, context.demo.orgId, {}))?.email;
+}
+
 /** `make run` / `npm start`: settings, the context (database, demo, workers), the app, listen, stop on a signal. */
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Until the server is built, a stop request ends the process at once: what it opened goes with
+  // it (the embedded PostgreSQL is stopped as the process exits, a demo seed half done rolls back).
+  const stopWhileStarting = (signal: NodeJS.Signals) => {
+    process.stderr.write(`${signal} reçu pendant le démarrage : arrêt\n`);
+    process.exit(0);
+  };
+  process.on('SIGINT', stopWhileStarting);
+  process.on('SIGTERM', stopWhileStarting);
   const context = await openServerContext(config);
-  const app = await buildApp(context);
+  let app: FastifyInstance;
+  try {
+    app = await buildApp(context, { docsLearnerEmail: await demoLearnerEmail(context) });
+  } catch (error) {
+    await context.close(1_000);
+    throw error;
+  }
   context.useLogger(app.log);
 
   let stopStartedAt: number | null = null;
@@ -90,6 +135,8 @@ async function main(): Promise<void> {
       app.log.error({ err: error }, 'arrêt interrompu par une erreur');
       process.exit(1);
     });
+  process.off('SIGINT', stopWhileStarting);
+  process.off('SIGTERM', stopWhileStarting);
   process.on('SIGINT', () => void onSignal('SIGINT'));
   process.on('SIGTERM', () => void onSignal('SIGTERM'));
   // pg-boss 10 does not await the statements that complete or fail a batch of jobs, so when the
@@ -105,13 +152,21 @@ async function main(): Promise<void> {
     process.exit(1);
   });
 
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    await app.close();
+    await context.close(1_000);
+    throw listenFailure(error as NodeJS.ErrnoException, config);
+  }
   // The port actually bound: PORT=0 asks the system for a free one.
   const { port } = app.server.address() as { port: number };
   process.stdout.write(welcome(`http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}${apiPrefix}`, context));
 }
 
-main().catch((error) => {
-  process.stderr.write(`Démarrage impossible : ${error instanceof Error ? error.message : String(error)}\n`);
+/** One line, never a stack: a start failure is read by whoever typed `make run`. */
+main().catch((error: unknown) => {
+  const said = error instanceof Error ? error.message : `erreur inattendue (${inspect(error)})`;
+  process.stderr.write(`Démarrage impossible : ${said}\n`);
   process.exit(1);
 });

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { chromium, type Page } from 'playwright-core';
 
 const run = promisify(execFile);
 const chromiumPath = '/usr/bin/chromium';
@@ -53,4 +54,18 @@ export async function headlessChromium(executable: string, url: string, extra: s
   } finally {
     await rm(profile, { recursive: true, force: true });
   }
+}
+
+/**
+ * A page in headless Chromium driven over the DevTools protocol (playwright-core, no browser
+ * download: it drives the Chromium above), for tests that click through a page. Closed with
+ * `close()`.
+ */
+export async function openBrowserPage(executable: string): Promise<{ page: Page; close(): Promise<void> }> {
+  const browser = await chromium.launch({
+    executablePath: executable,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--disable-component-update'],
+  });
+  const page = await browser.newPage();
+  return { page, close: () => browser.close() };
 }

@@ -12,19 +12,72 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-// `npm start`'s own command line (its Node flags included), run without npm in between so that
-// signals reach the server itself.
+// `npm start`'s own command line (its Node flags included, without the shell's `exec`), run
+// without npm in between so that signals reach the server itself.
 const [, ...startArguments] = (
   JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }
-).scripts.start.split(' ');
+).scripts.start
+  .replace(/^exec /, '')
+  .split(' ');
+
+/** The environment of a child: this one's with `environment` on top (an `undefined` there removes a variable). */
+function childEnvironment(environment: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const merged: NodeJS.ProcessEnv = { ...process.env, ...environment };
+  for (const [name, value] of Object.entries(environment)) if (value === undefined) delete merged[name];
+  return merged;
+}
 
 /** A real server process, started as `npm start` starts it, on a test database, on a free port. */
 export async function startServerProcess(databaseUrl: string, environment: Record<string, string> = {}): Promise<ServerProcess> {
   const child = spawn(process.execPath, startArguments, {
     cwd: projectRoot,
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', DEMO: '0', LOG_LEVEL: 'warn', ...environment },
+    env: childEnvironment({ DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', DEMO: '0', LOG_LEVEL: 'warn', ...environment }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  return listening(child);
+}
+
+/**
+ * `npm start` itself, as `make run` runs it, with its own settings (the embedded PostgreSQL unless
+ * DATABASE_URL is given), in a process group of its own, as a terminal's foreground job:
+ * `interrupt()` is Ctrl-C, which the terminal sends to every process of the group (npm, and the
+ * server that npm also passes it on to). `spawnNpmStart` does not wait for it to listen.
+ */
+export function spawnNpmStart(environment: Record<string, string | undefined>) {
+  const child = spawn('npm', ['start'], {
+    cwd: projectRoot,
+    env: childEnvironment({ PORT: '0', HOST: '127.0.0.1', ...environment }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output += chunk;
+  };
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
+  return {
+    child,
+    output: () => output,
+    interrupt(): Promise<number | null> {
+      return new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+        child.once('exit', (code) => resolve(code));
+        process.kill(-child.pid!, 'SIGINT');
+      });
+    },
+  };
+}
+
+export async function startNpmStart(
+  environment: Record<string, string | undefined>,
+): Promise<ServerProcess & { interrupt(): Promise<number | null> }> {
+  const { child, interrupt } = spawnNpmStart(environment);
+  return { ...(await listening(child)), interrupt };
+}
+
+/** Waits for a server child to listen: its base URL from the line `make run` prints. */
+async function listening(child: ChildProcess): Promise<ServerProcess> {
   let output = '';
   child.stdout!.on('data', (chunk) => {
     output += chunk;
@@ -60,4 +113,42 @@ export async function startServerProcess(databaseUrl: string, environment: Recor
       });
     },
   };
+}
+
+export interface FinishedProcess {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * A project command run to its end from `cwd` (the project, or a copy of it): `start` is
+ * `npm start`'s command line, `admin` the operator commands'. For the ones expected to fail.
+ */
+export function runToExit(
+  command: { start: true } | { admin: string[] },
+  environment: Record<string, string | undefined>,
+  cwd = projectRoot,
+): Promise<FinishedProcess> {
+  const args = 'start' in command ? startArguments : ['--import', 'tsx', 'scripts/admin.ts', ...command.admin];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd, env: childEnvironment(environment), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`still running after 90 s:\n${stdout}${stderr}`));
+    }, 90_000);
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
 }
