@@ -607,29 +607,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/{resource}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Ressource inconnue
-         * @description Tout nom de ressource qui n'est pas l'un des chemins ci-dessus donne 404, avec dans `available`
-         *     la liste des ressources valides : `learners`, `users`, `summary`, `attendance`, `evaluations`,
-         *     `quiz-answers`, `documents`, `satisfaction`, `enrollments`, `progress`, `logins`,
-         *     `tutoring-ratings`, `lesson-ratings`. La clé d'API est vérifiée d'abord (401 sans clé valide).
-         */
-        get: operations["getUnknownResource"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
 }
 export interface webhooks {
     "quiz.completed": {
@@ -1106,6 +1083,16 @@ export interface components {
             retry_after: number;
         };
         /**
+         * Format: binary
+         * @description Classeur Excel téléchargé (`format=xlsx`) : une feuille nommée comme la ressource, une ligne
+         *     d'en-tête en gras et figée qui reprend les clés JSON des lignes dans le même ordre, puis les mêmes
+         *     lignes que le CSV (pas de pagination, au plus le plafond d'agrégation). Cellules typées : nombres
+         *     pour les entiers et décimaux, dates (`AAAA-MM-JJ`) et date-heures (`AAAA-MM-JJ HH:MM`) à l'heure
+         *     de Paris, texte pour `Oui` / `Non` et les autres valeurs (jamais une formule), cellule vide pour
+         *     `null`.
+         */
+        XlsxFile: string;
+        /**
          * @description Fichier CSV téléchargé (`format=csv`) : UTF-8 avec BOM, séparateur virgule, une ligne d'en-tête
          *     qui reprend les clés JSON des lignes dans le même ordre, puis une ligne par ligne de données.
          *     Pas de pagination (`limit` et `offset` ignorés) ; au plus le plafond d'agrégation de lignes
@@ -1299,18 +1286,16 @@ export interface components {
              * @enum {string}
              */
             statut: "actif" | "invité" | "suspendu";
-            /**
-             * @description Type de la licence attribuée ; `null` (cellule vide en CSV) sans licence.
-             * @enum {string|null}
-             */
-            licence_type: "standard" | "tutorat" | null;
+            /** @description Type de la licence attribuée ; `null` (cellule vide en CSV) sans licence. */
+            licence_type: ("standard" | "tutorat") | null;
             /**
              * @description Statut de la licence : `attribuée` à l'inscription, `activée` à la première connexion de
              *     l'apprenant, `révoquée` depuis le tableau de bord (une révocation ne libère pas la licence).
-             *     `null` sans licence.
-             * @enum {string|null}
+             *     `null` sans licence. `updated_since` suit la date d'inscription, pas la licence : une
+             *     synchronisation incrémentale ne voit pas un changement de licence, relisez `users` en entier
+             *     pour le suivre.
              */
-            licence_statut: "disponible" | "attribuée" | "activée" | "révoquée" | null;
+            licence_statut: ("disponible" | "attribuée" | "activée" | "révoquée") | null;
             /**
              * Format: date
              * @description Date d'inscription ou d'invitation (date naturelle de la ressource).
@@ -2485,11 +2470,11 @@ export interface components {
             /** @description Les inscriptions demandées (au plus 50). */
             users: components["schemas"]["EnrolmentRequest"][];
             /**
-             * @description `true` : tout ou rien. Les licences nécessaires (entrées qui ne sont pas déjà membres) sont
+             * @description Facultatif. Absent ou `false` (valeur par défaut) : au mieux, chaque entrée réussit ou échoue
+             *     seule. `true` : tout ou rien. Les licences nécessaires (entrées qui ne sont pas déjà membres) sont
              *     comptées d'abord ; s'il n'y en a pas assez, 409 et personne n'est inscrit.
-             * @default false
              */
-            atomic: boolean;
+            atomic?: boolean;
         };
         /**
          * @description Appartenance de l'apprenant à l'organisation, créée par l'inscription.
@@ -3306,16 +3291,18 @@ export interface components {
     parameters: {
         /**
          * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-         *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+         *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
          * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
          */
         "If-None-Match": string;
         /**
-         * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-         *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-         *     d'agrégation de lignes). Une autre valeur donne 400.
+         * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+         *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+         *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+         *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+         *     Une autre valeur donne 400.
          */
-        format: "json" | "csv";
+        format: "json" | "csv" | "xlsx";
         /**
          * @description Année civile filtrée sur la date naturelle de la ressource (dates de Paris). Par défaut : l'année
          *     en cours dans le fuseau `Europe/Paris`. Entier de 2000 à 2100, sinon 400. Ignoré pour `users` et
@@ -3411,12 +3398,6 @@ export interface components {
          */
         ETag: string;
         /**
-         * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
-         *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
-         * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
-         */
-        Link: string;
-        /**
          * @description Plafond de requêtes sur toute période de 60 secondes pour cette clé (120).
          * @example 120
          */
@@ -3426,12 +3407,6 @@ export interface components {
          * @example 117
          */
         "X-RateLimit-Remaining": number;
-        /**
-         * @description Présent seulement avec `format=csv` : le fichier est envoyé en pièce jointe, par exemple
-         *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
-         * @example attachment; filename="attendance-2026.csv"
-         */
-        "Content-Disposition-Csv": string;
         /**
          * @description Le rapport est envoyé en pièce jointe, par exemple
          *     `attachment; filename="rapport-activite-claire-martin-2026.pdf"` (nom de l'apprenant, à défaut
@@ -3465,9 +3440,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -3529,7 +3506,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -3539,16 +3516,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Page de lignes (JSON) ou fichier complet (CSV). */
+            /** @description Page de lignes (JSON) ou fichier complet (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    Link: components["headers"]["Link"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+                     *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+                     * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+                     */
+                    Link?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3559,6 +3553,7 @@ export interface operations {
                      *     ,hugo.bernard@exemple.fr,2026-03-02,,0,0,0,0,0,1,0,0,0,,0,0,0,0,,
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -3578,9 +3573,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -3642,7 +3639,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -3652,16 +3649,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Page de lignes (JSON) ou fichier complet (CSV). */
+            /** @description Page de lignes (JSON) ou fichier complet (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    Link: components["headers"]["Link"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+                     *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+                     * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+                     */
+                    Link?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3672,6 +3686,7 @@ export interface operations {
                      *     ,hugo.bernard@exemple.fr,invité,tutorat,attribuée,2026-03-02
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -3745,9 +3760,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -3809,7 +3826,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -3819,15 +3836,27 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Synthèse (JSON) ou fichier d'une ligne (CSV). */
+            /** @description Synthèse (JSON) ou fichier d'une ligne (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3837,6 +3866,7 @@ export interface operations {
                      *     42,37,40,6,34,10,2,8
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -3856,9 +3886,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -3920,7 +3952,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -3930,16 +3962,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Page de lignes (JSON) ou fichier complet (CSV). */
+            /** @description Page de lignes (JSON) ou fichier complet (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    Link: components["headers"]["Link"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+                     *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+                     * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+                     */
+                    Link?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3949,6 +3998,7 @@ export interface operations {
                      *     Claire Martin,claire.martin@exemple.fr,Atelier tutoré n° 3 — tableaux croisés dynamiques,Excel — niveau intermédiaire,excel-intermediaire,2026-03-10 14:00,90,Oui,84,Oui,Oui
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -3968,9 +4018,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -4032,7 +4084,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4042,16 +4094,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Page de lignes (JSON) ou fichier complet (CSV). */
+            /** @description Page de lignes (JSON) ou fichier complet (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    Link: components["headers"]["Link"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+                     *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+                     * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+                     */
+                    Link?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4061,6 +4130,7 @@ export interface operations {
                      *     Claire Martin,claire.martin@exemple.fr,Excel — niveau intermédiaire,excel-intermediaire,Module 2 — Formules avancées,Quiz — RECHERCHEV et INDEX/EQUIV,2,85,Oui,2026-03-12
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -4080,9 +4150,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -4144,7 +4216,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4154,16 +4226,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Page de lignes (JSON) ou fichier complet (CSV). */
+            /** @description Page de lignes (JSON) ou fichier complet (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    Link: components["headers"]["Link"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+                     *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+                     * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+                     */
+                    Link?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4173,6 +4262,7 @@ export interface operations {
                      *     Claire Martin,claire.martin@exemple.fr,Excel — niveau intermédiaire,excel-intermediaire,Module 2 — Formules avancées,Quiz — RECHERCHEV et INDEX/EQUIV,2,85,Oui,Quelle fonction renvoie la position d'une valeur dans une plage ?,INDEX|EQUIV|RECHERCHEV|DECALER,EQUIV,EQUIV,Oui,2026-03-12 16:41,2026-03-12
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -4192,9 +4282,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -4256,7 +4348,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4266,16 +4358,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Page de lignes (JSON) ou fichier complet (CSV). */
+            /** @description Page de lignes (JSON) ou fichier complet (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    Link: components["headers"]["Link"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+                     *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+                     * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+                     */
+                    Link?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4285,6 +4394,7 @@ export interface operations {
                      *     Claire Martin,claire.martin@exemple.fr,Attestation,Excel — niveau intermédiaire,excel-intermediaire,2026-04-02,21.5,92
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -4304,9 +4414,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -4368,7 +4480,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4378,16 +4490,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Page de lignes (JSON) ou fichier complet (CSV). */
+            /** @description Page de lignes (JSON) ou fichier complet (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    Link: components["headers"]["Link"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+                     *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+                     * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+                     */
+                    Link?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4397,6 +4526,7 @@ export interface operations {
                      *     Claire Martin,claire.martin@exemple.fr,Excel — niveau intermédiaire,excel-intermediaire,5,9,"Formation très concrète, les ateliers tutorés m'ont beaucoup aidée.",2026-04-03
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -4416,9 +4546,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -4480,7 +4612,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4490,16 +4622,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Page de lignes (JSON) ou fichier complet (CSV). */
+            /** @description Page de lignes (JSON) ou fichier complet (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    Link: components["headers"]["Link"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+                     *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+                     * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+                     */
+                    Link?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4510,6 +4659,7 @@ export interface operations {
                      *     Claire Martin,claire.martin@exemple.fr,Manager une équipe au quotidien,management-equipe,41,5,12,Non,,2026-02-12,2025-03-05 08:47,2025-11-20 17:31
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -4529,9 +4679,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -4593,7 +4745,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4603,16 +4755,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Page de lignes (JSON) ou fichier complet (CSV). */
+            /** @description Page de lignes (JSON) ou fichier complet (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    Link: components["headers"]["Link"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+                     *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+                     * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+                     */
+                    Link?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4624,6 +4793,7 @@ export interface operations {
                      *     Claire Martin,claire.martin@exemple.fr,IA générative au travail,ia-generative,100,Module 3 — Cas d’usage métier,Cadre d’usage dans l’entreprise,Oui,1,18,2026-01-26
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -4643,9 +4813,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -4707,7 +4879,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4717,16 +4889,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Page de lignes (JSON) ou fichier complet (CSV). */
+            /** @description Page de lignes (JSON) ou fichier complet (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    Link: components["headers"]["Link"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+                     *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+                     * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+                     */
+                    Link?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4736,6 +4925,7 @@ export interface operations {
                      *     Claire Martin,claire.martin@exemple.fr,2026-03-10 13:58,2026-03-10 15:31,93,203.0.113.42,Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:124.0) Gecko/20100101 Firefox/124.0
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -4755,9 +4945,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -4819,7 +5011,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4829,16 +5021,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Page de lignes (JSON) ou fichier complet (CSV). */
+            /** @description Page de lignes (JSON) ou fichier complet (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    Link: components["headers"]["Link"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+                     *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+                     * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+                     */
+                    Link?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4848,6 +5057,7 @@ export interface operations {
                      *     Claire Martin,claire.martin@exemple.fr,Atelier tutoré n° 3 — tableaux croisés dynamiques,Excel — niveau intermédiaire,excel-intermediaire,Julien Lefèvre,5,5,Explications claires et beaucoup d'exemples.,2026-03-10
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -4867,9 +5077,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Format de la réponse : `json` (enveloppe paginée) ou `csv` (fichier téléchargé, UTF-8 avec BOM,
-                 *     séparateur virgule, en-tête = clés JSON dans le même ordre, sans pagination, au plus le plafond
-                 *     d'agrégation de lignes). Une autre valeur donne 400.
+                 * @description Format de la réponse : `json` (enveloppe paginée), `csv` (fichier téléchargé, UTF-8 avec BOM,
+                 *     séparateur virgule) ou `xlsx` (classeur Excel téléchargé, une feuille nommée comme la ressource,
+                 *     cellules typées : nombres, dates, textes). Les deux fichiers ont le même en-tête (clés JSON dans
+                 *     le même ordre) et les mêmes lignes, sans pagination et au plus le plafond d'agrégation de lignes.
+                 *     Une autre valeur donne 400.
                  */
                 format?: components["parameters"]["format"];
                 /**
@@ -4931,7 +5143,7 @@ export interface operations {
             header?: {
                 /**
                  * @description L'`ETag` d'une réponse précédente : si rien n'a changé, la réponse est 304 sans corps (pour
-                 *     les outils qui interrogent régulièrement). Sans effet sur le CSV. Au plus 1000 caractères.
+                 *     les outils qui interrogent régulièrement). Sans effet sur les fichiers (CSV, Excel). Au plus 1000 caractères.
                  * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
                  */
                 "If-None-Match"?: components["parameters"]["If-None-Match"];
@@ -4941,16 +5153,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Page de lignes (JSON) ou fichier complet (CSV). */
+            /** @description Page de lignes (JSON) ou fichier complet (CSV ou classeur Excel). */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
-                    Link: components["headers"]["Link"];
-                    "Content-Disposition": components["headers"]["Content-Disposition-Csv"];
+                    /**
+                     * @description Présent sur les réponses JSON (pas sur un fichier) : validateur faible de la réponse (il
+                     *     ignore `meta.generated_at`). Renvoyez-le dans `If-None-Match` : une réponse inchangée donne
+                     *     304 sans corps.
+                     * @example W/"u3vF1mQ0l9oTzv6bC2d2xkq1w8E"
+                     */
+                    ETag?: string;
+                    /**
+                     * @description Présent quand `pagination.has_more` est vrai : l'adresse de la page suivante,
+                     *     `<…?offset=200&limit=100>; rel="next"` (RFC 8288).
+                     * @example </v1/logins?year=2026&limit=100&offset=100>; rel="next"
+                     */
+                    Link?: string;
+                    /**
+                     * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
+                     *     JSON : le fichier est envoyé en pièce jointe, par exemple
+                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     * @example attachment; filename="attendance-2026.csv"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4960,6 +5189,7 @@ export interface operations {
                      *     Claire Martin,claire.martin@exemple.fr,Excel — niveau intermédiaire,excel-intermediaire,Module 3 — Analyse de données,Bilan du module 3,4,,2026-03-20
                      */
                     "text/csv": components["schemas"]["CsvFile"];
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": components["schemas"]["XlsxFile"];
                 };
             };
             304: components["responses"]["NotModified"];
@@ -5038,36 +5268,6 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            405: components["responses"]["MethodNotAllowed"];
-            408: components["responses"]["RequestTimeout"];
-            414: components["responses"]["UriTooLong"];
-            429: components["responses"]["TooManyRequests"];
-            431: components["responses"]["HeadersTooLarge"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    getUnknownResource: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description Nom de ressource. Les noms valides sont `learners`, `users`, `summary`, `attendance`,
-                 *     `evaluations`, `quiz-answers`, `documents`, `satisfaction`, `enrollments`, `progress`,
-                 *     `logins`, `tutoring-ratings` et `lesson-ratings` (chacun décrit par son propre chemin) ;
-                 *     tout autre nom donne 404. Au plus 100 caractères (au-delà : 414).
-                 * @example apprenants
-                 */
-                resource: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["UnknownResource"];
             405: components["responses"]["MethodNotAllowed"];
             408: components["responses"]["RequestTimeout"];
             414: components["responses"]["UriTooLong"];
