@@ -108,12 +108,6 @@ describe('rate limit shared by every server process', () => {
 });
 
 describe('a bucket’s counters', () => {
-  it('live in an unlogged table: counting a request writes no WAL and its commit waits for no disk', async () => {
-    const { rows } = await sql<{ persistence: string }>`
-      select relpersistence as persistence from pg_class where oid = 'rate_limit_slots'::regclass`.execute(database.db);
-    expect(rows[0]?.persistence).toBe('u');
-  });
-
   it('refuse past the limit until the oldest counted second leaves the window, and say when that is', async () => {
     const bucket = `test:${Date.now()}`;
     const [limit, windowSeconds] = [3, 4];
