@@ -62,8 +62,40 @@ class StreamCursor<Row = any> extends Cursor<Row> {
   }
 }
 
-/** The pool's options as each client receives them; `answer_timeout` is ours, not pg's. */
-type ClientOptions = pg.ClientConfig & { answer_timeout?: number; statement_timeout?: number };
+/**
+ * Names for the statements a pool runs again and again, so that each connection prepares them once
+ * and PostgreSQL plans them once (a generic plan, once its own rule finds it as good as a fresh one):
+ * planning a page of `users` cost a quarter of running it. A statement is named from its second
+ * run: those run once (a bulk insert of a given size, a one-off report) never take a name, and the
+ * names are bounded, for each connection keeps the statements it prepared until it closes.
+ */
+export class RepeatedStatements {
+  readonly #names = new Map<string, string>();
+  readonly #seenOnce = new Set<string>();
+
+  constructor(
+    private readonly maxNamed = 200,
+    private readonly maxSeen = 2000,
+  ) {}
+
+  /** The statement's name, or undefined while it has run only once (or the names are all taken). */
+  nameOf(text: string): string | undefined {
+    const name = this.#names.get(text);
+    if (name !== undefined || this.#names.size >= this.maxNamed) return name;
+    if (!this.#seenOnce.delete(text)) {
+      // Bounded too: texts seen once are forgotten in bulk when there are too many.
+      if (this.#seenOnce.size >= this.maxSeen) this.#seenOnce.clear();
+      this.#seenOnce.add(text);
+      return undefined;
+    }
+    const given = `repeated_${this.#names.size + 1}`;
+    this.#names.set(text, given);
+    return given;
+  }
+}
+
+/** The pool's options as each client receives them; `answer_timeout` and `repeated_statements` are ours, not pg's. */
+type ClientOptions = pg.ClientConfig & { answer_timeout?: number; statement_timeout?: number; repeated_statements?: RepeatedStatements };
 
 /** A statement sent and not yet answered: when, and how to fail it. */
 interface AwaitedAnswer {
@@ -81,6 +113,7 @@ class PreparingClient extends pg.Client {
   /** How long an answer may take; a cursor applies it to each of its reads instead. */
   readonly #answerTimeoutMs: number;
   readonly #statementTimeoutMs: number;
+  readonly #repeatedStatements: RepeatedStatements | undefined;
   /** The statements sent and not yet answered, oldest first (pg answers them in order). */
   readonly #awaited: AwaitedAnswer[] = [];
   /** Armed while statements are awaited: one timer per connection, not one per statement. */
@@ -90,6 +123,7 @@ class PreparingClient extends pg.Client {
     super(config);
     this.#answerTimeoutMs = config.answer_timeout ?? 0;
     this.#statementTimeoutMs = config.statement_timeout ?? 0;
+    this.#repeatedStatements = config.repeated_statements;
     // A connection lost while the client is lent (PostgreSQL restarting or crashing, a reset) fails
     // the query in flight, which answers 503; pg also emits it here, where the pool listens only
     // while the client is idle: unheard, that event would end the process.
@@ -113,7 +147,11 @@ class PreparingClient extends pg.Client {
     // A later statement of the same lease (a transaction's rollback) fails at once, as a database
     // fault ('Connection terminated': 503) rather than pg's 'Client was closed'.
     if (this.#givenUp) return Promise.reject(new Error('Connection terminated after a query read timeout'));
-    const name = text.startsWith('/* prepared:') ? preparedStatementMarker.exec(text)?.[1] : undefined;
+    const name = text.startsWith('/* prepared:')
+      ? preparedStatementMarker.exec(text)?.[1]
+      : values?.length > 0
+        ? this.#repeatedStatements?.nameOf(text)
+        : undefined;
     // Answered through pg's callback, and timed by the connection's watchdog: pg's own promise and
     // its per-query `query_timeout` timer each kept every result reachable from older objects, so
     // that each page's rows outlived young-generation collections and were copied to the old one
@@ -193,18 +231,20 @@ const reportOnStderr = (error: Error) => {
 
 export function createDb(connectionString: string, options: PoolOptions = {}): DB {
   const { poolSize = 10, connectTimeoutMs, queryTimeoutMs, onConnectionLost = reportOnStderr } = options;
-  const pool = new pg.Pool({
+  const poolOptions: pg.PoolConfig & ClientOptions = {
     connectionString,
     max: poolSize,
     application_name: 'partner-api',
     Client: PreparingClient,
+    repeated_statements: new RepeatedStatements(),
     // Keepalive probes from 10 s of silence instead of the system's 2 hours: an idle connection to
     // a server that vanished (a failover, a partition) is found dead in minutes, and replaced.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     ...(connectTimeoutMs ? { connectionTimeoutMillis: connectTimeoutMs } : {}),
     ...(queryTimeoutMs ? { statement_timeout: queryTimeoutMs, answer_timeout: queryTimeoutMs + 1000 } : {}),
-  });
+  };
+  const pool = new pg.Pool(poolOptions);
   // An idle connection that the server closes (restart, failover) must not crash the process: the
   // pool drops it and opens a new one on the next query.
   pool.on('error', onConnectionLost);
