@@ -11,6 +11,8 @@ export { startServerProcess } from '../support/server-process';
 export interface BenchDatabase {
   db: DB;
   url: string;
+  /** The PostgreSQL server's main process, when it runs on this machine (for CPU readings). */
+  postmasterPid: number | null;
   close(): Promise<void>;
 }
 
@@ -30,9 +32,16 @@ export async function openBenchDatabase(name = 'bench'): Promise<BenchDatabase> 
   url.pathname = `/${database}`;
   const db = createDb(url.toString(), { poolSize: 10 });
   await migrateToLatest(db);
+  const backend = await admin.query<{ pid: number }>('select pg_backend_pid() as pid');
+  let postmasterPid: number | null = null;
+  try {
+    // A backend's parent (the 4th field of its stat), when the server runs here (not DATABASE_URL's remote one).
+    postmasterPid = Number(readFileSync(`/proc/${backend.rows[0]!.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+  } catch {}
   return {
     db,
     url: url.toString(),
+    postmasterPid,
     async close() {
       await db.destroy();
       await admin.query(`drop database if exists ${database} with (force)`).catch(() => undefined);
@@ -95,24 +104,28 @@ export function report(label: string, value: string, target?: { text: string; me
  * CPU seconds (user and system) used so far by these processes and by every PostgreSQL process
  * of the machine, read from /proc (Linux): what a request costs, beside how many pass per second.
  */
-export function cpuSeconds(pids: number[]): { processes: number; postgres: number } {
+export function cpuSeconds(pids: number[], postmasterPid: number | null): { processes: number; postgres: number } {
   const ticksPerSecond = 100;
-  const usage = (pid: number | string) => {
+  const stat = (pid: number | string) => {
     try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+      return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     } catch {
-      return 0;
+      return undefined;
     }
   };
-  const postgres = readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
-      } catch {
-        return false;
-      }
-    });
-  return { processes: pids.reduce((sum, pid) => sum + usage(pid), 0), postgres: postgres.reduce((sum, pid) => sum + usage(pid), 0) };
+  // utime, stime (and, with `children`, cutime and cstime: the CPU of children that exited).
+  const usage = (pid: number | string, children = false) => {
+    const fields = stat(pid);
+    if (!fields) return 0;
+    const own = Number(fields[11]) + Number(fields[12]);
+    return (children ? own + Number(fields[13]) + Number(fields[14]) : own) / ticksPerSecond;
+  };
+  // The bench's own PostgreSQL only (other clusters may run on the machine): its postmaster, with
+  // the backends that ended (its children's time), and the processes it runs now.
+  if (postmasterPid === null) return { processes: pids.reduce((sum, pid) => sum + usage(pid), 0), postgres: Number.NaN };
+  let postgres = usage(postmasterPid, true);
+  for (const entry of readdirSync('/proc')) {
+    if (/^\d+$/.test(entry) && stat(entry)?.[1] === String(postmasterPid)) postgres += usage(entry);
+  }
+  return { processes: pids.reduce((sum, pid) => sum + usage(pid), 0), postgres };
 }

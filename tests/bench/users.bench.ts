@@ -77,9 +77,9 @@ try {
   const cpu = { ours: { server: 0, postgres: 0 }, bare: { server: 0, postgres: 0 } };
   for (let round = 0; round < rounds; round += 1) {
     for (const side of ['ours', 'bare'] as const) {
-      const before = cpuSeconds([pids[side]]);
+      const before = cpuSeconds([pids[side]], database.postmasterPid);
       results[side].push(await load({ ...targets[side], durationSeconds: 5, connections }));
-      const after = cpuSeconds([pids[side]]);
+      const after = cpuSeconds([pids[side]], database.postmasterPid);
       cpu[side].server += after.processes - before.processes;
       cpu[side].postgres += after.postgres - before.postgres;
     }
