@@ -81,13 +81,24 @@ describe('rate limit shared by every server process', () => {
       [0, 1].map(() => startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '5', RATE_LIMIT_WINDOW_SECONDS: String(windowSeconds) })),
     );
     try {
-      const { readKey } = await createOrgWithKeys(database.db);
+      // Both servers warmed up with another key, so that the burst below is quick.
+      const warmUp = await createOrgWithKeys(database.db);
+      for (const server of quick) expect((await call(server, warmUp.readKey)).status).toBe(200);
       // A burst just before a multiple of the window in Unix time, where a fixed window turns over.
+      // On a machine too busy to send it before the boundary, it is sent again, with a new key, at
+      // a later boundary: the test is about what follows a burst that a boundary cuts off.
       const period = windowSeconds * 1000;
-      await sleep(period - (Date.now() % period) + period - 400);
-      const burst = await Promise.all(Array.from({ length: 5 }, (_, i) => call(quick[i % 2]!, readKey)));
-      const firstAccepted = Date.now();
-      expect(burst.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+      let readKey = '';
+      let firstAccepted = 0;
+      for (let attempt = 0; attempt < 4; attempt += 1) {
+        readKey = (await createOrgWithKeys(database.db)).readKey;
+        const boundary = Date.now() - (Date.now() % period) + 2 * period;
+        await sleep(boundary - 400 - Date.now());
+        const burst = await Promise.all(Array.from({ length: 5 }, (_, i) => call(quick[i % 2]!, readKey)));
+        firstAccepted = Date.now();
+        expect(burst.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+        if (firstAccepted < boundary) break;
+      }
       await sleep(period - (Date.now() % period) + 300);
       expect(Date.now() - firstAccepted, 'both bursts within one window').toBeLessThan((windowSeconds - 1) * 1000);
       // Past the boundary, 5 more: every one refused, with a Retry-After that tells when a place frees.
