@@ -4,7 +4,7 @@ import type { Config } from './config';
 import { openDatabase } from './database';
 import { type DemoKeys, seedDemoOnFirstStart } from './demo';
 import { countWebhookAttempts, createMetrics, type Metrics } from './metrics';
-import { createRenderPool, type RenderPool } from './pdf/render-pool';
+import type { RenderPool } from './pdf/render-pool';
 import { startWebhookDelivery } from './webhooks/worker';
 
 /** What the HTTP application uses (src/app.ts), passed in so that nothing of it is module-global. */
@@ -34,10 +34,11 @@ interface Logger {
 /**
  * Everything a server holds for its life, opened here in the order it depends on and closed in
  * `close` in the reverse order: the database (embedded unless DATABASE_URL; migrated), the demo
- * organisation of a first start, the metrics, the PDF render pool, the webhook delivery worker and
- * the sweeper of idle rate-limit counters.
+ * organisation of a first start, the metrics, the webhook delivery worker and the sweeper of idle
+ * rate-limit counters. The PDF render pool is handed in, already warming up (the server starts it
+ * first, src/server.ts), and closed here with the rest.
  */
-export async function openServerContext(config: Config): Promise<ServerContext> {
+export async function openServerContext(config: Config, renderPool: RenderPool): Promise<ServerContext> {
   let log: Logger | null = null;
   let closing = false;
   const database = await openDatabase(config, {
@@ -50,7 +51,6 @@ export async function openServerContext(config: Config): Promise<ServerContext> 
   });
   const demo = await seedDemoOnFirstStart(database.db, config);
   const metrics = createMetrics(database.db);
-  const renderPool = createRenderPool();
   const forwardingLog: Logger = {
     debug: (object, message) => log?.debug(object, message),
     info: (object, message) => log?.info(object, message),

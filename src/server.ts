@@ -1,10 +1,10 @@
 import { inspect } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { findLearner } from '../db/learners';
-import { apiPrefix, buildApp } from './app';
 import { type Config, loadConfig } from './config';
-import { openServerContext, type ServerContext } from './context';
+import type { ServerContext } from './context';
 import { isDatabaseUnavailable } from './database-faults';
+import { createRenderPool, type RenderPoolWarmUp } from './pdf/render-pool';
 
 /**
  * Stops accepting connections, lets the requests in flight finish, closes keep-alive connections
@@ -41,6 +41,9 @@ const shutdownWatchdogMarginMs = 3_000;
  * passes Ctrl-C on to the server, which also gets it from the terminal. Later, it means "now".
  */
 const repeatedSignalWindowMs = 1_000;
+
+/** `2345` ms -> `2,3 s`. */
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1).replace('.', ',')} s`;
 
 /** The lines `make run` prints once the server listens. */
 function welcome(base: string, context: ServerContext): string {
@@ -86,7 +89,7 @@ async function demoLearnerEmail(context: ServerContext): Promise<string | undefi
   return (await findLearner(context.db, context.demo.orgId, {}))?.email;
 }
 
-/** `make run` / `npm start`: settings, the context (database, demo, workers), the app, listen, stop on a signal. */
+/** `make run` / `npm start`: settings, the render workers' warm-up, the context (database, demo, webhooks), the app, listen once warm, stop on a signal. */
 async function main(): Promise<void> {
   const config = loadConfig();
   // Until the server is built, a stop request ends the process at once: what it opened goes with
@@ -97,15 +100,32 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', stopWhileStarting);
   process.on('SIGTERM', stopWhileStarting);
-  const context = await openServerContext(config);
+  // The render workers' warm-up (src/pdf/render-pool.ts) is the longest part of a start and needs
+  // nothing else: it starts first, and runs in their threads while this one loads the rest of the
+  // server (hence the imports below, not at the top of the file), opens the database and builds
+  // the app. The server listens only once it is done: no partner's first report pays for it.
+  const renderPool = createRenderPool();
+  const renderPoolWarmedUp = renderPool.warmUp();
+  // Awaited once the rest is ready; a failure before then must not count as unhandled.
+  renderPoolWarmedUp.catch(() => undefined);
+  const [{ openServerContext }, { apiPrefix, buildApp }] = await Promise.all([import('./context'), import('./app')]);
+  const context = await openServerContext(config, renderPool);
   let app: FastifyInstance;
+  let renderPoolWarmUp: RenderPoolWarmUp;
   try {
     app = await buildApp(context, { docsLearnerEmail: await demoLearnerEmail(context) });
+    renderPoolWarmUp = await renderPoolWarmedUp;
   } catch (error) {
     await context.close(1_000);
     throw error;
   }
   context.useLogger(app.log);
+  const workers = renderPoolWarmUp.workers.length;
+  app.log.info(
+    { renderWarmUpMs: renderPoolWarmUp.ms, renderWorkers: renderPoolWarmUp.workers, startMs: Math.round(performance.now()) },
+    `rendu des PDF préchauffé en ${seconds(renderPoolWarmUp.ms)} (${workers} fil${workers > 1 ? 's' : ''}, ` +
+      `pendant le chargement du serveur et l’ouverture de la base) ; prêt à écouter ${seconds(performance.now())} après le lancement`,
+  );
 
   let stopStartedAt: number | null = null;
   const stop = async (signal: string) => {

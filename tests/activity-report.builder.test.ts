@@ -4,6 +4,7 @@ import type { Content, DocumentDefinition, TableNode } from '../src/pdf/document
 import { frenchDate, frenchDateTime, frenchDecimal, frenchInteger, minutesWithHours, outOf } from '../src/pdf/french-format';
 import { activityReportFileName, pdfAttachmentHeaders } from '../src/pdf/report-file-name';
 import { describeUserAgent } from '../src/pdf/user-agent';
+import { warmUpReportData } from '../src/pdf/warm-up-report';
 import { sampleReportData } from './activity-report.sample';
 
 // The pure document builder, without rendering: what the definition says, and how.
@@ -111,6 +112,13 @@ describe('buildActivityReport', () => {
     // The summary still gives its figures: zeros, and dashes for what does not exist.
     expect(text).toContain('Score moyen (réussies)');
     expect(texts(definition.content).join('|')).toContain('Score moyen (réussies)|—');
+  });
+
+  it('gives the render workers a warm-up report with rows in every section and sub-section', () => {
+    const definition = buildActivityReport(warmUpReportData());
+    const text = texts(definition.content);
+    expect(text.filter((line) => line.startsWith('Aucune donnée'))).toEqual([]);
+    expect(dataTables(definition).length).toBe(dataTables(buildActivityReport(sampleReportData('heavy'))).length);
   });
 
   it('splits tables cleanly: title and headers repeat, rows never break, the first row stays with its header', () => {

@@ -1,10 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { frenchDateTime } from '../src/pdf/french-format';
 import { createRenderPool } from '../src/pdf/render-pool';
 import { describeUserAgent } from '../src/pdf/user-agent';
 import { extractPdfText } from './activity-report.pdf-text';
 import { sampleReportData } from './activity-report.sample';
+import { niceOf, renderThreadsOf } from './support/server-process';
 
 // Rendering, through the worker pool the server uses, read back with pdf.js.
 
@@ -74,13 +74,45 @@ describe('activity report rendering', () => {
 
   it.runIf(process.platform === 'linux')('renders at a lower priority than the event loop (a nice value per thread)', async () => {
     await pool.renderActivityReport(sampleReportData('small'));
-    const niceOf = (thread: string) => {
-      const stat = readFileSync(`/proc/${process.pid}/task/${thread}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-    };
-    const threads = readdirSync(`/proc/${process.pid}/task`);
-    expect(niceOf(String(process.pid))).toBe(0);
-    expect(threads.filter((thread) => niceOf(thread) === 10)).toHaveLength(pool.workerCount);
+    expect(niceOf(process.pid, String(process.pid))).toBe(0);
+    expect(renderThreadsOf(process.pid)).toHaveLength(pool.workerCount);
+  });
+
+  it.runIf(process.platform === 'linux')(
+    'warms up before serving: every worker starts ahead of the jobs, renders the warm-up report, then lowers its priority',
+    { timeout: 120_000 },
+    async () => {
+      const warming = createRenderPool(2);
+      const lowered = renderThreadsOf(process.pid).length; // the other pool's workers
+      try {
+        const warmUp = warming.warmUp();
+        expect(warming.workerCount).toBe(2);
+
+        const { ms, workers } = await warmUp;
+        expect(workers).toHaveLength(2);
+        for (const worker of workers) {
+          expect(worker.pdfBytes).toBeGreaterThan(20_000);
+          expect(worker.ms).toBeGreaterThan(0);
+          expect(worker.ms).toBeLessThanOrEqual(ms);
+        }
+        expect(renderThreadsOf(process.pid)).toHaveLength(lowered + 2);
+
+        // The jobs go to the warm workers: none starts.
+        const pdfs = await Promise.all([1, 2, 3].map(() => warming.renderActivityReport(sampleReportData('small'))));
+        for (const pdf of pdfs) expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+        expect(warming.workerCount).toBe(2);
+      } finally {
+        await warming.close();
+      }
+    },
+  );
+
+  it('fails a warm-up that the pool stops before it ends, and a warm-up asked of a closed pool', async () => {
+    const stopped = createRenderPool(1);
+    const warmUp = expect(stopped.warmUp()).rejects.toThrow(/closed/);
+    await stopped.close();
+    await warmUp;
+    await expect(stopped.warmUp()).rejects.toThrow(/closed/);
   });
 
   it('refuses work once closed', async () => {

@@ -4,13 +4,16 @@ import { currentParisYear } from '../../db/paris-time';
 import { learnersResource } from '../../db/resources';
 import { seedOrganisation } from '../../src/seed/generate';
 import { createOrgWithKeys } from '../support/factories';
-import { openBenchDatabase, percentile, report, startServerProcess } from './support';
+import { cpuSeconds, openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**
  * Issue 5: GET /activity-report for the heaviest learner of a 10,000-learner organisation (a full
  * year of logins, lessons, quiz attempts), through the real server process. Targets: p99 under
  * 1 s for one report; while 8 reports render in parallel, a small GET keeps its p99 under 100 ms
  * (rendering happens in worker threads, off the event loop). Also the server's peak memory.
+ * Issue 17: no cold first report: the first report after a start takes no longer than the warm
+ * p99 (the render workers warm up before the server says it is ready), and what that costs the
+ * start. Each report's server CPU is given beside its time: steadier on a shared machine.
  */
 const learners = 10_000;
 const year = currentParisYear() - 1;
@@ -33,19 +36,25 @@ const heaviest = rows.sort(
   (a, b) => b.connexions + b.evaluations_total + b.seances_tutorat - (a.connexions + a.evaluations_total + a.seances_tutorat),
 )[0]!;
 
+started = performance.now();
 const server = await startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' });
+const startSeconds = (performance.now() - started) / 1000;
+/** CPU milliseconds the server process (every thread) has used so far. */
+const serverCpuMs = () => cpuSeconds([server.child.pid!], null).processes * 1000;
+const startCpuMs = serverCpuMs();
 const headers = { authorization: `Bearer ${org.readKey}` };
 const reportUrl = `${server.baseUrl}/activity-report?email=${encodeURIComponent(heaviest.email)}&year=${year}`;
 const smallUrl = `${server.baseUrl}/users?email=${encodeURIComponent(heaviest.email)}`;
 
-/** Milliseconds of one request, which must answer 200 (and a PDF for the report). */
-async function timed(url: string): Promise<{ ms: number; bytes: Buffer }> {
+/** Milliseconds of one request, which must answer 200 (and a PDF for the report), and the server's CPU for it. */
+async function timed(url: string): Promise<{ ms: number; cpuMs: number; bytes: Buffer }> {
+  const cpuBefore = serverCpuMs();
   const start = performance.now();
   const response = await fetch(url, { headers });
   const bytes = Buffer.from(await response.arrayBuffer());
   const ms = performance.now() - start;
   if (response.status !== 200) throw new Error(`${url} : ${response.status} ${bytes.toString('utf8').slice(0, 300)}`);
-  return { ms, bytes };
+  return { ms, cpuMs: serverCpuMs() - cpuBefore, bytes };
 }
 
 /** Resident memory of the server process (kB) now, and its peak so far (Linux). */
@@ -63,14 +72,19 @@ const ms = (value: number) => `${Math.round(value)} ms`;
 
 try {
   const before = serverMemory();
-  // The first report starts a worker thread and warms pdfmake up: reported apart, not in the p99.
+  // The first report after the start: reported apart, not in the p99, which it must not exceed.
   const cold = await timed(reportUrl);
   if (cold.bytes.subarray(0, 5).toString('latin1') !== '%PDF-') throw new Error('the answer is not a PDF');
   const pages = (cold.bytes.toString('latin1').match(/\/Type \/Page\b/g) ?? []).length;
   for (let i = 0; i < 3; i++) await timed(reportUrl);
 
   const alone: number[] = [];
-  for (let i = 0; i < sequentialReports; i++) alone.push((await timed(reportUrl)).ms);
+  const aloneCpu: number[] = [];
+  for (let i = 0; i < sequentialReports; i++) {
+    const { ms, cpuMs } = await timed(reportUrl);
+    alone.push(ms);
+    aloneCpu.push(cpuMs);
+  }
 
   const smallAlone: number[] = [];
   for (let i = 0; i < 200; i++) smallAlone.push((await timed(smallUrl)).ms);
@@ -97,11 +111,19 @@ try {
       `heaviest learner of ${year}: ${heaviest.connexions} logins, ${heaviest.evaluations_total} quiz attempts, ${heaviest.seances_tutorat} tutoring sessions, ` +
       `${heaviest.programmes_suivis} programmes; report: ${pages} pages, ${Math.round(cold.bytes.length / 1024)} kB\n`,
   );
-  report('first report (cold worker)', ms(cold.ms));
-  report(`one report at a time (${sequentialReports}): p50, p99`, `p50 ${ms(percentile(alone, 50))}, p99 ${ms(percentile(alone, 99))}`, {
-    text: 'p99 < 1000 ms',
-    met: percentile(alone, 99) < 1000,
+  report(
+    'server start (spawn to its ready line): time, server CPU',
+    `${startSeconds.toFixed(1)} s, ${(startCpuMs / 1000).toFixed(1)} s CPU`,
+  );
+  report(`first report after the start: time, server CPU`, `${ms(cold.ms)}, ${ms(cold.cpuMs)} CPU`, {
+    text: `<= the warm p99 (${ms(percentile(alone, 99))})`,
+    met: cold.ms <= percentile(alone, 99),
   });
+  report(
+    `one report at a time (${sequentialReports}): p50, p99, server CPU p50`,
+    `p50 ${ms(percentile(alone, 50))}, p99 ${ms(percentile(alone, 99))}, ${ms(percentile(aloneCpu, 50))} CPU`,
+    { text: 'p99 < 1000 ms', met: percentile(alone, 99) < 1000 },
+  );
   report('small GET /users?email=… alone (200): p50, p99', `p50 ${ms(percentile(smallAlone, 50))}, p99 ${ms(percentile(smallAlone, 99))}`);
   report(
     `small GET during ${parallelReports} parallel reports (${smallDuring.length}): p50, p99`,

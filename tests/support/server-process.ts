@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -86,7 +86,8 @@ async function listening(child: ChildProcess): Promise<ServerProcess> {
     output += chunk;
   });
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start:\n${output}`)), 30_000);
+    // A start includes the render workers' warm-up (seconds of CPU): generous on a busy machine.
+    const timer = setTimeout(() => reject(new Error(`the server did not start:\n${output}`)), 60_000);
     const check = () => {
       const match = /API partenaires prête : (\S+)/.exec(output);
       if (match) {
@@ -151,4 +152,19 @@ export function runToExit(
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** A thread's nice value (Linux), or null once it has ended. */
+export function niceOf(pid: number, thread: string): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${thread}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  } catch {
+    return null;
+  }
+}
+
+/** The PDF render workers of a process (Linux): its threads at the renderer's nice value (src/pdf/render-worker.ts). */
+export function renderThreadsOf(pid: number): string[] {
+  return readdirSync(`/proc/${pid}/task`).filter((thread) => niceOf(pid, thread) === 10);
 }

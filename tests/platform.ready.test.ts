@@ -1,0 +1,136 @@
+import { cp, mkdir, mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultRenderWorkers } from '../src/pdf/render-pool';
+import { addLearner, createOrgWithKeys } from './support/factories';
+import { useTestDatabase } from './support/lifecycle';
+import { freePort } from './support/ports';
+import { projectRoot, renderThreadsOf, runToExit, type ServerProcess, startServerProcess } from './support/server-process';
+
+// No cold first report: a server says it is ready (listening, /readyz 200, the "prête" line) only
+// once every PDF render worker has loaded pdfmake and the fonts and rendered its warm-up reports,
+// which it logs; and a worker that cannot stops the start with one French line.
+
+const database = useTestDatabase();
+
+/** The server's log line about its render workers' warm-up, parsed (its JSON lines come before the ready line). */
+function warmUpLogLine(output: string): { time: number; renderWorkers: { ms: number; pdfBytes: number }[]; index: number } | null {
+  let index = 0;
+  for (const line of output.split('\n')) {
+    if (line.startsWith('{') && line.includes('"renderWorkers"')) return { ...JSON.parse(line), index };
+    index += line.length + 1;
+  }
+  return null;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('readiness waits for the PDF render workers', () => {
+  let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
+  let server: ServerProcess | undefined;
+  /** Every /readyz poll made while the server started: when its answer came, and what it was. */
+  const polls: { at: number; status: number | 'refused' }[] = [];
+
+  beforeAll(async () => {
+    org = await createOrgWithKeys(database.db);
+    await addLearner(database.db, org.orgId, { email: 'camille.martin@dupont.fr', at: '2025-03-01 10:00' });
+
+    const port = await freePort();
+    let started = false;
+    const poller = (async () => {
+      while (!started || !polls.some((poll) => poll.status === 200)) {
+        try {
+          const response = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(2_000) });
+          polls.push({ at: Date.now(), status: response.status });
+        } catch {
+          polls.push({ at: Date.now(), status: 'refused' });
+        }
+        await sleep(20);
+      }
+    })();
+    server = await startServerProcess(database.url, { PORT: String(port), LOG_LEVEL: 'info' }).finally(() => {
+      started = true;
+    });
+    await poller;
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('logs that every worker rendered its warm-up report before it listens, and says it is ready only then', () => {
+    const output = server!.output();
+    const warmUp = warmUpLogLine(output);
+    expect(warmUp, output).not.toBeNull();
+    expect(warmUp!.renderWorkers).toHaveLength(defaultRenderWorkers());
+    for (const worker of warmUp!.renderWorkers) expect(worker.pdfBytes).toBeGreaterThan(20_000);
+    expect(warmUp!.index).toBeLessThan(output.indexOf('API partenaires prête'));
+
+    // Polled from the process's spawn: refused while it warmed up, 200 once it listened, never before the warm-up ended.
+    expect(polls[0]!.status, JSON.stringify(polls)).toBe('refused');
+    const answered = polls.filter((poll) => poll.status !== 'refused');
+    expect(answered.length).toBeGreaterThan(0);
+    for (const poll of answered) {
+      expect(poll.status).toBe(200);
+      expect(poll.at).toBeGreaterThanOrEqual(warmUp!.time);
+    }
+  });
+
+  it.runIf(process.platform === 'linux')(
+    'has its warm workers running when it is ready, and renders the first report with them',
+    async () => {
+      // A worker lowers its priority once warm: these threads are the warmed workers.
+      const warmWorkers = renderThreadsOf(server!.child.pid!);
+      expect(warmWorkers).toHaveLength(defaultRenderWorkers());
+
+      const response = await fetch(`${server!.baseUrl}/activity-report?email=camille.martin%40dupont.fr&year=2025`, {
+        headers: { authorization: `Bearer ${org.readKey}` },
+      });
+      expect(response.status).toBe(200);
+      expect(
+        Buffer.from(await response.arrayBuffer())
+          .subarray(0, 5)
+          .toString('latin1'),
+      ).toBe('%PDF-');
+      expect(renderThreadsOf(server!.child.pid!)).toEqual(warmWorkers);
+    },
+  );
+});
+
+describe('a render worker that cannot render its warm-up report', () => {
+  let scratch: string;
+  beforeAll(async () => {
+    scratch = await mkdtemp(path.join(os.tmpdir(), 'partner-api-ready-'));
+  });
+  afterAll(async () => {
+    await rm(scratch, { recursive: true, force: true });
+  });
+
+  it('stops the start with one French line naming the cause and the fix, before listening', { timeout: 120_000 }, async () => {
+    // A copy of the project whose pdfmake lost its bold font (an install cut short); the other
+    // packages are links to this project's.
+    const clone = path.join(scratch, 'partner-api');
+    await cp(projectRoot, clone, {
+      recursive: true,
+      filter: (source) => !/^(node_modules|\.git|\.data|tests)$/.test(path.relative(projectRoot, source)),
+    });
+    await mkdir(path.join(clone, 'node_modules'));
+    for (const entry of await readdir(path.join(projectRoot, 'node_modules'))) {
+      if (entry === 'pdfmake' || entry === '.bin') continue;
+      await symlink(path.join(projectRoot, 'node_modules', entry), path.join(clone, 'node_modules', entry));
+    }
+    await cp(path.join(projectRoot, 'node_modules', 'pdfmake'), path.join(clone, 'node_modules', 'pdfmake'), { recursive: true });
+    const boldFont = path.join(clone, 'node_modules', 'pdfmake', 'fonts', 'Roboto', 'Roboto-Medium.ttf');
+    await rm(boldFont);
+
+    const finished = await runToExit({ start: true }, { DATABASE_URL: database.url, PORT: '0', DEMO: '0', LOG_LEVEL: 'warn' }, clone);
+
+    expect(finished.code, finished.stderr + finished.stdout).toBe(1);
+    expect(finished.stdout).not.toContain('API partenaires prête');
+    const lines = finished.stderr.split('\n').filter((line) => line.trim() !== '');
+    expect(lines, finished.stderr).toEqual([
+      'Démarrage impossible : le rendu des rapports PDF ne démarre pas : un fil de rendu a échoué sur son rapport d’essai ' +
+        `(« ENOENT: no such file or directory, open '${boldFont}' »). Pour y remédier : réinstallez les dépendances (npm ci), puis relancez.`,
+    ]);
+  });
+});
