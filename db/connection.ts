@@ -1,5 +1,7 @@
-import { Kysely, PostgresDialect } from 'kysely';
+import { Readable } from 'node:stream';
+import { createQueryId, Kysely, PostgresDialect, PostgresQueryCompiler, type RawBuilder } from 'kysely';
 import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import Cursor from 'pg-cursor';
 import type { Database } from './tables';
 
@@ -62,40 +64,138 @@ class StreamCursor<Row = any> extends Cursor<Row> {
   }
 }
 
+/** What a database handle made by createDb keeps for its COPY exports: its pool and time limits. */
+interface CopyHandle {
+  pool: pg.Pool;
+  statementTimeoutMs: number;
+  readTimeoutMs: number;
+}
+const poolsOfHandles = new WeakMap<DB, CopyHandle>();
+
 /**
- * Names for the statements a pool runs again and again, so that each connection prepares them once
- * and PostgreSQL plans them once (a generic plan, once its own rule finds it as good as a fresh one):
- * planning a page of `users` cost a quarter of running it. A statement is named from its second
- * run: those run once (a bulk insert of a given size, a one-off report) never take a name, and the
- * names are bounded, for each connection keeps the statements it prepared until it closes.
+ * Kysely's compiler with the values written into the SQL text as literals: COPY takes no
+ * parameters. Text as escaped strings, negative numbers in parentheses (`- -1` would be a comment).
  */
-export class RepeatedStatements {
-  readonly #names = new Map<string, string>();
-  readonly #seenOnce = new Set<string>();
-
-  constructor(
-    private readonly maxNamed = 200,
-    private readonly maxSeen = 2000,
-  ) {}
-
-  /** The statement's name, or undefined while it has run only once (or the names are all taken). */
-  nameOf(text: string): string | undefined {
-    const name = this.#names.get(text);
-    if (name !== undefined || this.#names.size >= this.maxNamed) return name;
-    if (!this.#seenOnce.delete(text)) {
-      // Bounded too: texts seen once are forgotten in bulk when there are too many.
-      if (this.#seenOnce.size >= this.maxSeen) this.#seenOnce.clear();
-      this.#seenOnce.add(text);
-      return undefined;
+class LiteralsCompiler extends PostgresQueryCompiler {
+  protected override appendValue(value: unknown): void {
+    if (typeof value === 'string') {
+      this.append(`E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`);
+    } else if (typeof value === 'number' || typeof value === 'bigint') {
+      if (typeof value === 'number' && !Number.isFinite(value)) throw new Error(`no SQL literal for ${value}`);
+      this.append(value < 0 ? `(${value})` : String(value));
+    } else if (value instanceof Date) {
+      this.appendValue(value.toISOString());
+    } else if (value === null || typeof value === 'boolean') {
+      this.append(String(value));
+    } else {
+      throw new Error(`no SQL literal for a ${typeof value}`);
     }
-    const given = `repeated_${this.#names.size + 1}`;
-    this.#names.set(text, given);
-    return given;
   }
 }
 
-/** The pool's options as each client receives them; `answer_timeout` and `repeated_statements` are ours, not pg's. */
-type ClientOptions = pg.ClientConfig & { answer_timeout?: number; statement_timeout?: number; repeated_statements?: RepeatedStatements };
+/**
+ * The bytes of a `COPY … TO STDOUT` on a connection of its own, read at the reader's pace. Each wait
+ * for PostgreSQL's output is limited (only while the reader wants more, so a slow reader is never
+ * cut); statement_timeout is lifted for the COPY (it would run over the whole export) and set back
+ * on release. Stopped before its end (the client left, an output came too late, an error), the
+ * connection is closed and the pool opens a fresh one: a cancel sent from another connection could
+ * land on the next statement of a reused one.
+ */
+class CopyOutStream extends Readable {
+  readonly #chunks: AsyncIterator<Buffer>;
+  readonly #release: (error?: Error) => Promise<void>;
+  readonly #readTimeoutMs: number;
+  #complete = false;
+  #reading = false;
+
+  private constructor(chunks: AsyncIterator<Buffer>, release: (error?: Error) => Promise<void>, readTimeoutMs: number) {
+    super();
+    this.#chunks = chunks;
+    this.#release = release;
+    this.#readTimeoutMs = readTimeoutMs;
+  }
+
+  /** Opens the COPY and waits for its first bytes: a failing statement rejects here, before any answer is sent. */
+  static async open(handle: CopyHandle, statement: string): Promise<CopyOutStream> {
+    const client = await handle.pool.connect();
+    let released = false;
+    const release = async (error?: Error) => {
+      if (released) return;
+      released = true;
+      let failure = error;
+      if (failure === undefined && handle.statementTimeoutMs > 0) {
+        await client.query(`set statement_timeout to ${handle.statementTimeoutMs}`).catch((cause: Error) => {
+          failure = cause;
+        });
+      }
+      // With an error, pg-pool closes the connection instead of keeping it.
+      client.release(failure);
+    };
+    try {
+      if (handle.statementTimeoutMs > 0) await client.query('set statement_timeout to 0');
+      const copy = client.query(copyTo(statement));
+      // Its errors reach the reader through the iterator.
+      copy.on('error', () => undefined);
+      const stream = new CopyOutStream(copy[Symbol.asyncIterator]() as AsyncIterator<Buffer>, release, handle.readTimeoutMs);
+      const first = await stream.#next();
+      stream.push(first.done ? null : first.value);
+      return stream;
+    } catch (error) {
+      await release(error as Error);
+      throw error;
+    }
+  }
+
+  async #next(): Promise<IteratorResult<Buffer>> {
+    const next = this.#chunks.next();
+    next.catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_resolve, reject) => {
+      if (this.#readTimeoutMs > 0) timer = setTimeout(() => reject(new Error(readTimeoutMessage)), this.#readTimeoutMs);
+    });
+    try {
+      const result = await Promise.race([next, late]);
+      if (result.done) {
+        this.#complete = true;
+        await this.#release();
+      }
+      return result;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  override _read(): void {
+    if (this.#reading) return;
+    this.#reading = true;
+    this.#next().then(
+      (result) => {
+        this.#reading = false;
+        this.push(result.done ? null : result.value);
+      },
+      (error: Error) => this.destroy(error),
+    );
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    if (this.#complete) {
+      callback(error);
+      return;
+    }
+    this.#release(error ?? new Error('COPY stopped before its end')).finally(() => callback(error));
+  }
+}
+
+/** A query's rows as PostgreSQL's binary COPY bytes, streamed (CSV and workbook exports). */
+export async function copyOut(db: DB, query: RawBuilder<unknown>): Promise<Readable> {
+  const handle = poolsOfHandles.get(db);
+  if (handle === undefined) throw new Error('copyOut needs a database handle made by createDb (not a transaction)');
+  const text = new LiteralsCompiler().compileQuery(query.toOperationNode(), createQueryId()).sql;
+  return CopyOutStream.open(handle, `copy (${text}) to stdout (format binary)`);
+}
+
+/** The pool's options as each client receives them; `answer_timeout` is ours, not pg's. */
+type ClientOptions = pg.ClientConfig & { answer_timeout?: number; statement_timeout?: number };
 
 /** A statement sent and not yet answered: when, and how to fail it. */
 interface AwaitedAnswer {
@@ -113,7 +213,6 @@ class PreparingClient extends pg.Client {
   /** How long an answer may take; a cursor applies it to each of its reads instead. */
   readonly #answerTimeoutMs: number;
   readonly #statementTimeoutMs: number;
-  readonly #repeatedStatements: RepeatedStatements | undefined;
   /** The statements sent and not yet answered, oldest first (pg answers them in order). */
   readonly #awaited: AwaitedAnswer[] = [];
   /** Armed while statements are awaited: one timer per connection, not one per statement. */
@@ -123,7 +222,6 @@ class PreparingClient extends pg.Client {
     super(config);
     this.#answerTimeoutMs = config.answer_timeout ?? 0;
     this.#statementTimeoutMs = config.statement_timeout ?? 0;
-    this.#repeatedStatements = config.repeated_statements;
     // A connection lost while the client is lent (PostgreSQL restarting or crashing, a reset) fails
     // the query in flight, which answers 503; pg also emits it here, where the pool listens only
     // while the client is idle: unheard, that event would end the process.
@@ -147,11 +245,10 @@ class PreparingClient extends pg.Client {
     // A later statement of the same lease (a transaction's rollback) fails at once, as a database
     // fault ('Connection terminated': 503) rather than pg's 'Client was closed'.
     if (this.#givenUp) return Promise.reject(new Error('Connection terminated after a query read timeout'));
-    const name = text.startsWith('/* prepared:')
-      ? preparedStatementMarker.exec(text)?.[1]
-      : values?.length > 0
-        ? this.#repeatedStatements?.nameOf(text)
-        : undefined;
+    // Only the statements that carry the marker are prepared: a generic plan, which PostgreSQL
+    // adopts for a prepared statement after five runs, made some pages three times slower
+    // (attendance's first page: 34 -> 112 ms), so the pages keep being planned for their values.
+    const name = text.startsWith('/* prepared:') ? preparedStatementMarker.exec(text)?.[1] : undefined;
     // Answered through pg's callback, and timed by the connection's watchdog: pg's own promise and
     // its per-query `query_timeout` timer each kept every result reachable from older objects, so
     // that each page's rows outlived young-generation collections and were copied to the old one
@@ -236,7 +333,6 @@ export function createDb(connectionString: string, options: PoolOptions = {}): D
     max: poolSize,
     application_name: 'partner-api',
     Client: PreparingClient,
-    repeated_statements: new RepeatedStatements(),
     // Keepalive probes from 10 s of silence instead of the system's 2 hours: an idle connection to
     // a server that vanished (a failover, a partition) is found dead in minutes, and replaced.
     keepAlive: true,
@@ -248,5 +344,11 @@ export function createDb(connectionString: string, options: PoolOptions = {}): D
   // An idle connection that the server closes (restart, failover) must not crash the process: the
   // pool drops it and opens a new one on the next query.
   pool.on('error', onConnectionLost);
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool, cursor: StreamCursor }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool, cursor: StreamCursor }) });
+  poolsOfHandles.set(db, {
+    pool,
+    statementTimeoutMs: queryTimeoutMs ?? 0,
+    readTimeoutMs: queryTimeoutMs ? queryTimeoutMs + 1000 : 0,
+  });
+  return db;
 }

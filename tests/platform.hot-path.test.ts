@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { findKeyAndCountRequests } from '../db/api-keys';
-import { createDb, type Database, RepeatedStatements } from '../db/connection';
+import { createDb, type Database } from '../db/connection';
 import { formatParisDate, formatParisDateTime } from '../db/paris-time';
 import { countResourceRows, pageResourceRows, streamRowChunks } from '../db/resources/list';
 import { usersResource } from '../db/resources/users';
@@ -86,50 +86,6 @@ describe('counting requests of a key', () => {
     } finally {
       await db.destroy();
     }
-  });
-
-  it('prepares a page statement from its second run, and plans it once for its later runs', async () => {
-    const { orgId } = await createOrgWithKeys(database.db);
-    await addLearner(database.db, orgId, { email: 'claire@exemple.fr' });
-    const db = createDb(database.url, { poolSize: 1 });
-    const filter = { orgId, year: 2026, updatedSince: null, membershipId: null, programmeId: null };
-    try {
-      const preparedPages = async () =>
-        (
-          await sql<{ executions: number }>`
-            select (generic_plans + custom_plans)::int as executions from pg_prepared_statements
-            where statement like '%memberships%' order by name`.execute(db)
-        ).rows.map((row) => row.executions);
-      const pages: unknown[] = [];
-      pages.push(await pageResourceRows(db, usersResource, filter, 10, 0, null));
-      // Run once: not prepared (a statement run once would only take a name).
-      expect(await preparedPages()).toEqual([]);
-      for (let i = 0; i < 7; i += 1) pages.push(await pageResourceRows(db, usersResource, filter, 10, 0, null));
-      expect(await preparedPages()).toEqual([7]);
-      // The same rows every time.
-      expect(new Set(pages.map((page) => JSON.stringify(page))).size).toBe(1);
-      const plans = await sql<{ generic: number }>`
-        select generic_plans::int as generic from pg_prepared_statements where statement like '%memberships%'`.execute(db);
-      // PostgreSQL plans the first five runs for their values, then keeps one generic plan.
-      expect(plans.rows[0]!.generic).toBeGreaterThan(0);
-    } finally {
-      await db.destroy();
-    }
-  });
-
-  it('names a bounded number of statements, and never one run only once', () => {
-    const statements = new RepeatedStatements(2, 3);
-    expect(statements.nameOf('select 1 where $1')).toBeUndefined();
-    const first = statements.nameOf('select 1 where $1');
-    expect(first).toBeDefined();
-    expect(statements.nameOf('select 1 where $1')).toBe(first);
-    for (const text of ['a $1', 'b $1', 'c $1', 'd $1']) expect(statements.nameOf(text)).toBeUndefined();
-    // 'a' was forgotten when the texts seen once overflowed: its second run is its first again.
-    expect(statements.nameOf('a $1')).toBeUndefined();
-    expect(statements.nameOf('d $1')).toBeDefined();
-    // Both names are taken: no third.
-    statements.nameOf('e $1');
-    expect(statements.nameOf('e $1')).toBeUndefined();
   });
 
   it('keeps rate-limit counters out of the WAL (an unlogged table)', async () => {
