@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { components } from '../codegen/openapi';
 import type { ResourceDefinition } from '../db/resources/definition';
-import { countResourceRows, pageResourceRows, streamRowChunks } from '../db/resources/list';
-import { csvAttachmentHeaders, csvStream } from '../src/csv';
-import { sheetColumns, xlsxAttachmentHeaders, xlsxStream } from '../src/xlsx';
+import { copyResourceRows, countResourceRows, pageResourceRows } from '../db/resources/list';
+import { csvAttachmentHeaders, csvFromCopy } from '../src/csv';
+import { sheetColumns, xlsxAttachmentHeaders, xlsxFromCopy } from '../src/xlsx';
 import type { HandlerContext, JsonAnswerOf, ListQuery, Meta, OperationHandler, OperationId, QueryOf } from './context';
 import { nextPageLink } from './next-page-link';
 import { buildMeta, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
@@ -70,17 +70,16 @@ export function createListHandler<Id extends ListOperationId>(
     // One learner's rows are never capped: the cap bounds organisation-wide aggregation only.
     const cap = learner ? null : config.aggregationCap;
 
-    // Files hold every row up to the cap, in the order of the pages, read in chunks through a cursor.
+    // Files hold every row up to the cap, in the order of the pages, from PostgreSQL's COPY (started
+    // before the answer, so that a database fault is a 503, not a cut file): the CSV and the workbook.
     const fileName = `${resource.name}-${resource.filtersByYear ? year : 'tous'}`;
     if (query.format === 'csv') {
-      return reply
-        .headers(csvAttachmentHeaders(`${fileName}.csv`))
-        .send(csvStream(resource.columns, streamRowChunks(db, resource.select(db, filter), cap)));
+      const copy = await copyResourceRows(db, resource, filter, cap);
+      return reply.headers(csvAttachmentHeaders(`${fileName}.csv`)).send(csvFromCopy(resource, copy));
     }
     if (query.format === 'xlsx') {
-      return reply
-        .headers(xlsxAttachmentHeaders(`${fileName}.xlsx`))
-        .send(xlsxStream(resource.name, sheetColumns(resource), streamRowChunks(db, resource.select(db, filter), cap)));
+      const copy = await copyResourceRows(db, resource, filter, cap);
+      return reply.headers(xlsxAttachmentHeaders(`${fileName}.xlsx`)).send(xlsxFromCopy(resource.name, sheetColumns(resource), copy));
     }
 
     const limit = query.limit ?? defaultLimit;

@@ -1,7 +1,20 @@
 import { once } from 'node:events';
-import { PassThrough, type Readable } from 'node:stream';
-import ExcelJS from 'exceljs';
+import { Readable, type TransformOptions } from 'node:stream';
+import zlib from 'node:zlib';
+import { type AsyncFlateStreamHandler, Zip, type ZipInputFile } from 'fflate';
 import type { ColumnType } from '../db/resources/definition';
+
+/*
+ * The xlsx workbook the API sends, written as SpreadsheetML bytes straight from the UTF-8 bytes of
+ * the values: for a list export, the fields of PostgreSQL's binary COPY (db/resources/list.ts
+ * copyResourceRows, the CSV's own), so that no row becomes a JavaScript object or string; for the
+ * few rows built in JavaScript (the summary), their values' bytes. A spreadsheet library's object
+ * model (exceljs: a Row and a Cell object per value, a style registry, an XML builder) cost 8 times
+ * the server CPU of the CSV export of the same rows (issue 17). The parts that are not rows are
+ * constant but for the sheet names and the column widths. fflate lays out the zip; its deflate and
+ * CRC are Node's zlib (native, the deflate off the main thread), through fflate's interface for the
+ * entries of an archive.
+ */
 
 /** A column of a workbook: its header (the JSON key) and the type its cells get. */
 export interface SheetColumn {
@@ -16,95 +29,6 @@ export function sheetColumns(definition: { columns: readonly string[]; columnTyp
 
 export const xlsxMediaType = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 
-// Dates read as the API writes them (ISO order, Paris wall-clock time), whatever the spreadsheet's
-// language: a French user still sorts, filters and computes on real dates.
-const numberFormats: Partial<Record<ColumnType, string>> = { date: 'yyyy-mm-dd', dateTime: 'yyyy-mm-dd hh:mm' };
-const displayedLength: Partial<Record<ColumnType, number>> = { date: 10, dateTime: 16 };
-const widestColumn = 60;
-const narrowestColumn = 10;
-// The workbook's default font (exceljs writes Calibri 11).
-const defaultFont = { name: 'Calibri', family: 2, size: 11 };
-
-/**
- * `2026-01-12` or `2026-01-12 09:05` (Paris time, as the API writes it) as the instant whose UTC
- * reading is that same wall-clock time: a spreadsheet date has no time zone, and exceljs writes the
- * UTC reading of a Date. Null when the text is not such a date.
- */
-function wallClockDate(text: string): Date | null {
-  const match = /^(\d{4})-(\d{2})-(\d{2})(?: (\d{2}):(\d{2}))?$/.exec(text);
-  if (!match) return null;
-  const [, year, month, day, hour = '0', minute = '0'] = match;
-  return new Date(Date.UTC(Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute)));
-}
-
-/**
- * A wire value as a cell: numbers and dates typed, null an empty cell, anything else text. A text
- * is always written as a string cell, never as a formula (exceljs writes a formula only for a
- * `{ formula }` value), so `=1+1` stays the text `=1+1`: unlike the CSV, no guard prefix is needed.
- * A value that does not read as its column's type stays text rather than being lost.
- */
-function cellValue(value: unknown, type: ColumnType): ExcelJS.CellValue {
-  if (value === null || value === undefined) return null;
-  if (type === 'integer' || type === 'decimal') {
-    const number = typeof value === 'number' ? value : Number(value);
-    return Number.isFinite(number) ? number : String(value);
-  }
-  if (type === 'date' || type === 'dateTime') return wallClockDate(String(value)) ?? String(value);
-  return String(value);
-}
-
-/** Wide enough for the header and the values of the first rows, up to 60 characters (a comment may be longer). */
-function columnWidth(column: SheetColumn, firstRows: readonly Record<string, unknown>[]): number {
-  let widest = column.name.length;
-  for (const row of firstRows) {
-    const value = row[column.name];
-    if (value === null || value === undefined) continue;
-    widest = Math.max(widest, displayedLength[column.type] ?? String(value).length);
-  }
-  // Two characters of margin for the bold header and the button of a filter a user adds; at least
-  // 10 (a date's width), which also keeps clear of 9, the width exceljs takes for its default and drops.
-  return Math.max(Math.min(widest, widestColumn) + 2, narrowestColumn);
-}
-
-/** The stream the zip reads a worksheet's XML from (a readable-stream 2 PassThrough of archiver's). */
-interface ZipEntryStream extends NodeJS.EventEmitter {
-  _writableState: { needDrain: boolean };
-}
-
-/**
- * exceljs hands each committed row to the zip without waiting (its issue #734: no backpressure),
- * so rows would pile up in the zip's entry stream while a slow client reads: waiting for that
- * stream to drain makes the export follow the client's pace. It is internal to exceljs (pinned at
- * 4.4.0): a change fails here at once, and the slow-reader test holds the pace.
- */
-function zipEntryStream(sheet: ExcelJS.Worksheet): ZipEntryStream {
-  const entry = (sheet as unknown as { stream?: { pipes?: Partial<ZipEntryStream>[] } }).stream?.pipes?.[0];
-  if (typeof entry?._writableState?.needDrain !== 'boolean' || typeof entry.once !== 'function') {
-    throw new Error('exceljs internals changed: no zip entry stream behind the worksheet');
-  }
-  return entry as ZipEntryStream;
-}
-
-/** Resolves true once the zip has taken what was written, false if the client went away meanwhile. */
-async function roomForMore(entry: ZipEntryStream, output: PassThrough): Promise<boolean> {
-  if (output.destroyed) return false;
-  if (!entry._writableState.needDrain) return true;
-  const stopWaiting = new AbortController();
-  try {
-    const drained = await Promise.race([
-      once(entry, 'drain', { signal: stopWaiting.signal }).then(() => true),
-      once(output, 'close', { signal: stopWaiting.signal }).then(() => false),
-    ]);
-    return drained && !output.destroyed;
-  } finally {
-    stopWaiting.abort();
-  }
-}
-
-// archiver, which zips the workbook, holds up to 1 MB of compressed bytes by default before it
-// stops reading: 64 KB is plenty to keep the client's connection busy, and a slow client costs less.
-const zipOptions = { highWaterMark: 64 * 1024 } as Partial<ExcelJS.stream.xlsx.ArchiverZipOptions>;
-
 /** Rows of data a sheet holds: Excel's 1,048,576 rows, less the header. */
 export const excelDataRowsPerSheet = 1_048_575;
 
@@ -113,80 +37,691 @@ export interface XlsxOptions {
   rowsPerSheet?: number;
 }
 
-async function writeWorkbook(
-  output: PassThrough,
-  sheetName: string,
-  columns: readonly SheetColumn[],
-  chunks: AsyncIterable<readonly Record<string, unknown>[]>,
-  rowsPerSheet: number,
-): Promise<void> {
-  const rowsOf = chunks[Symbol.asyncIterator]();
-  try {
-    let chunk = await rowsOf.next();
-    // Widths go at the top of a sheet's XML, before any row: the first chunk is all there is to measure.
-    const firstRows = chunk.done ? [] : chunk.value;
-    const columnDefinitions = columns.map((column) => {
-      const numFmt = numberFormats[column.type];
-      return { key: column.name, width: columnWidth(column, firstRows), style: numFmt ? { numFmt } : {} };
-    });
-    // Inline strings (no shared strings table, which would grow with the rows): memory stays flat.
-    const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: output, useStyles: true, useSharedStrings: false, zip: zipOptions });
-    let sheets = 0;
-    const openSheet = () => {
-      sheets += 1;
-      // Beyond Excel's rows, the next sheet (`logins (2)`) goes on with the same header: no row is lost.
-      const sheet = workbook.addWorksheet(sheets === 1 ? sheetName : `${sheetName} (${sheets})`, {
-        views: [{ state: 'frozen', xSplit: 0, ySplit: 1, topLeftCell: 'A2' }],
-      });
-      sheet.columns = columnDefinitions;
-      const header = sheet.addRow(columns.map((column) => column.name));
-      // The whole font, not bold alone: a font without size or name renders oddly in some spreadsheets.
-      header.font = { ...defaultFont, bold: true };
-      header.commit();
-      return { sheet, entry: zipEntryStream(sheet), rows: 0 };
-    };
-    let current = openSheet();
-    while (!chunk.done) {
-      for (const row of chunk.value) {
-        if (current.rows === rowsPerSheet) {
-          current.sheet.commit();
-          current = openSheet();
-        }
-        current.sheet.addRow(columns.map((column) => cellValue(row[column.name], column.type))).commit();
-        current.rows += 1;
+export function xlsxAttachmentHeaders(fileName: string): Record<string, string> {
+  return { 'Content-Type': xlsxMediaType, 'Content-Disposition': `attachment; filename="${fileName}"` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rows as bytes
+
+/**
+ * Rows as the UTF-8 bytes of their values, in the columns' order: field `f` of row `r` is
+ * `bytes[starts[i], ends[i])` with `i = r * columns + f`, and null where `starts[i]` is -1.
+ */
+interface RowBatch {
+  readonly bytes: Buffer;
+  readonly rows: number;
+  readonly starts: Int32Array;
+  readonly ends: Int32Array;
+}
+
+/** Row objects (built in JavaScript) as a batch: their values as the API writes them, as text. */
+function batchOfObjects(rows: readonly Record<string, unknown>[], columns: readonly SheetColumn[]): RowBatch {
+  const texts: string[] = [];
+  const starts = new Int32Array(rows.length * columns.length);
+  const ends = new Int32Array(rows.length * columns.length);
+  let length = 0;
+  for (const [index, row] of rows.entries()) {
+    for (const [field, column] of columns.entries()) {
+      const value = row[column.name];
+      const at = index * columns.length + field;
+      if (value === null || value === undefined) {
+        starts[at] = -1;
+        continue;
       }
-      if (!(await roomForMore(current.entry, output))) return;
-      chunk = await rowsOf.next();
+      const text = String(value);
+      starts[at] = length;
+      length += Buffer.byteLength(text);
+      ends[at] = length;
+      texts.push(text);
     }
-    current.sheet.commit();
-    await workbook.commit();
-  } finally {
-    // Stopped early (the client went away, a read failed): the rows' source closes (its cursor).
-    await rowsOf.return?.();
+  }
+  return { bytes: Buffer.from(texts.join('')), rows: rows.length, starts, ends };
+}
+
+async function* batchesOfObjects(
+  chunks: AsyncIterable<readonly Record<string, unknown>[]>,
+  columns: readonly SheetColumn[],
+): AsyncGenerator<RowBatch> {
+  for await (const rows of chunks) yield batchOfObjects(rows, columns);
+}
+
+// PostgreSQL's binary COPY: a signature, flags and a header extension; then each row as its number
+// of fields (int16) and each field as its length (int32, -1 for null) and its bytes; -1 at the end.
+const copySignature = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+const copyHeaderLength = copySignature.length + 8;
+
+/**
+ * The rows of PostgreSQL's binary COPY of text fields (db/resources/rendering.ts textFieldsOf), a
+ * batch for each piece of output that holds whole rows: a row cut between two pieces waits for the
+ * next one. Leaving early (the client went away) destroys the COPY, which gives up its connection.
+ */
+async function* batchesOfCopy(copy: Readable, fieldsPerRow: number): AsyncGenerator<RowBatch> {
+  let pending: Buffer | null = null;
+  let headerRead = false;
+  let trailerRead = false;
+  for await (const chunk of copy as AsyncIterable<Buffer>) {
+    const input: Buffer = pending === null ? chunk : Buffer.concat([pending, chunk]);
+    pending = null;
+    let at = 0;
+    if (!headerRead) {
+      if (input.length < copyHeaderLength || input.length < copyHeaderLength + input.readUInt32BE(copySignature.length + 4)) {
+        pending = input;
+        continue;
+      }
+      if (!input.subarray(0, copySignature.length).equals(copySignature)) throw new Error('not a binary COPY output');
+      at = copyHeaderLength + input.readUInt32BE(copySignature.length + 4);
+      headerRead = true;
+    }
+    // Each field takes at least its 4-byte length: the input bounds the number of rows.
+    const room = Math.ceil((input.length - at) / (2 + 4 * fieldsPerRow)) * fieldsPerRow;
+    const starts = new Int32Array(room);
+    const ends = new Int32Array(room);
+    let rows = 0;
+    wholeRows: while (at + 2 <= input.length) {
+      const fields = input.readInt16BE(at);
+      if (fields === -1) {
+        trailerRead = true;
+        at = input.length;
+        break;
+      }
+      if (fields !== fieldsPerRow) throw new Error(`COPY row of ${fields} fields, ${fieldsPerRow} expected`);
+      let cursor = at + 2;
+      for (let field = 0; field < fields; field++) {
+        if (cursor + 4 > input.length) break wholeRows;
+        const length = input.readInt32BE(cursor);
+        cursor += 4;
+        const index = rows * fieldsPerRow + field;
+        if (length < 0) {
+          starts[index] = -1;
+          continue;
+        }
+        if (cursor + length > input.length) break wholeRows;
+        starts[index] = cursor;
+        ends[index] = cursor + length;
+        cursor += length;
+      }
+      rows += 1;
+      at = cursor;
+    }
+    if (at < input.length) pending = input.subarray(at);
+    if (rows > 0) yield { bytes: input, rows, starts, ends };
+  }
+  if (!trailerRead) throw new Error('COPY output ended before its trailer');
+}
+
+// ---------------------------------------------------------------------------------------------
+// SpreadsheetML of the rows
+
+const spreadsheetNamespace = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
+const relationshipsNamespace = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
+const packageRelationshipsNamespace = 'http://schemas.openxmlformats.org/package/2006/relationships';
+const xmlDeclaration = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n';
+
+/**
+ * Indexes of the cell formats of styles.xml (`s` of a cell). Dates read as the API writes them (ISO
+ * order, Paris wall-clock time), whatever the spreadsheet's language: a French user still sorts,
+ * filters and computes on real dates. The header is bold, in the whole font (a font without size
+ * or name renders oddly in some spreadsheets).
+ */
+const cellFormat = { date: 1, dateTime: 2, header: 3 } as const;
+
+const stylesXml = `${xmlDeclaration}<styleSheet xmlns="${spreadsheetNamespace}">\
+<numFmts count="2"><numFmt numFmtId="164" formatCode="yyyy-mm-dd"/><numFmt numFmtId="165" formatCode="yyyy-mm-dd hh:mm"/></numFmts>\
+<fonts count="2"><font><sz val="11"/><name val="Calibri"/><family val="2"/></font><font><b/><sz val="11"/><name val="Calibri"/><family val="2"/></font></fonts>\
+<fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill></fills>\
+<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>\
+<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>\
+<cellXfs count="4"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>\
+<xf numFmtId="164" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>\
+<xf numFmtId="165" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>\
+<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/></cellXfs>\
+<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles></styleSheet>`;
+
+const packageRelationshipsXml = `${xmlDeclaration}<Relationships xmlns="${packageRelationshipsNamespace}">\
+<Relationship Id="rId1" Type="${relationshipsNamespace}/officeDocument" Target="xl/workbook.xml"/></Relationships>`;
+
+function contentTypesXml(sheets: number): string {
+  const worksheets = Array.from(
+    { length: sheets },
+    (_, index) =>
+      `<Override PartName="/xl/worksheets/sheet${index + 1}.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>`,
+  ).join('');
+  return `${xmlDeclaration}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">\
+<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>\
+<Default Extension="xml" ContentType="application/xml"/>\
+<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>\
+<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>${worksheets}</Types>`;
+}
+
+function workbookXml(sheetNames: readonly string[]): string {
+  const sheets = sheetNames
+    .map((name, index) => `<sheet name="${escapeXmlText(name)}" sheetId="${index + 1}" r:id="rId${index + 1}"/>`)
+    .join('');
+  return `${xmlDeclaration}<workbook xmlns="${spreadsheetNamespace}" xmlns:r="${relationshipsNamespace}"><bookViews><workbookView/></bookViews><sheets>${sheets}</sheets></workbook>`;
+}
+
+function workbookRelationshipsXml(sheets: number): string {
+  const worksheets = Array.from(
+    { length: sheets },
+    (_, index) =>
+      `<Relationship Id="rId${index + 1}" Type="${relationshipsNamespace}/worksheet" Target="worksheets/sheet${index + 1}.xml"/>`,
+  ).join('');
+  return `${xmlDeclaration}<Relationships xmlns="${packageRelationshipsNamespace}">${worksheets}\
+<Relationship Id="rId${sheets + 1}" Type="${relationshipsNamespace}/styles" Target="styles.xml"/></Relationships>`;
+}
+
+const ascii = (text: string) => Buffer.from(text, 'latin1');
+const rowStart = ascii('<row r="');
+const rowStartEnd = ascii('">');
+const rowEnd = ascii('</row>');
+const numberStart = ascii('"><v>');
+const dateStart = ascii(`" s="${cellFormat.date}"><v>`);
+const dateTimeStart = ascii(`" s="${cellFormat.dateTime}"><v>`);
+const valueEnd = ascii('</v></c>');
+const textStart = ascii('" t="inlineStr"><is><t>');
+const spacedTextStart = ascii('" t="inlineStr"><is><t xml:space="preserve">');
+const textEnd = ascii('</t></is></c>');
+// The most bytes a cell adds to its value's (its reference up to 3 letters and 7 digits included).
+const cellOverhead = 80;
+// A value's byte becomes at most 7 (`_x001F_` for a control character).
+const escapedBytesPerByte = 7;
+
+const ampersand = 0x26;
+const lessThan = 0x3c;
+const greaterThan = 0x3e;
+const underscore = 0x5f;
+const tab = 0x09;
+const lineFeed = 0x0a;
+const carriageReturn = 0x0d;
+const space = 0x20;
+const hyphen = 0x2d;
+const colon = 0x3a;
+
+function isDigit(byte: number | undefined): boolean {
+  return byte !== undefined && byte >= 0x30 && byte <= 0x39;
+}
+
+function isHexDigit(byte: number | undefined): boolean {
+  return byte !== undefined && (isDigit(byte) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66));
+}
+
+/** Writes `source[start, end)` at `at` in `target`; returns where it ends. Short runs are copied byte by byte: a native copy costs more on them. */
+function copyBytes(source: Uint8Array, start: number, end: number, target: Buffer, at: number): number {
+  if (end - start >= 48) {
+    target.set(source.subarray(start, end), at);
+    return at + end - start;
+  }
+  for (let i = start; i < end; i++) target[at++] = source[i]!;
+  return at;
+}
+
+function writeAscii(text: string, target: Buffer, at: number): number {
+  for (let i = 0; i < text.length; i++) target[at++] = text.charCodeAt(i);
+  return at;
+}
+
+/** `_x` and 4 hexadecimal digits and `_` at `at`: the format's escape of a character (ST_Xstring). */
+function startsEscapeSequence(source: Uint8Array, at: number, end: number): boolean {
+  return (
+    at + 6 < end &&
+    source[at + 1] === 0x78 &&
+    isHexDigit(source[at + 2]) &&
+    isHexDigit(source[at + 3]) &&
+    isHexDigit(source[at + 4]) &&
+    isHexDigit(source[at + 5]) &&
+    source[at + 6] === underscore
+  );
+}
+
+/** 1 for the bytes that a text writes as they are (a table: a loop over every byte of the texts looks each up). */
+const plainTextBytes = new Uint8Array(256).map((_, byte) =>
+  byte >= space && byte !== ampersand && byte !== lessThan && byte !== greaterThan && byte !== underscore && byte !== 0xef ? 1 : 0,
+);
+
+/**
+ * Writes the UTF-8 text `source[start, end)` as the content of an element; returns where it ends.
+ * Escaped: the markup characters; a carriage return (an XML reader takes it for a line feed unless
+ * written as a reference); the characters that XML 1.0 forbids even as references (C0 controls but
+ * tab and line feed, U+FFFE and U+FFFF), as the format's `_xHHHH_`, which Excel and LibreOffice read
+ * back as the character; and so an underscore that starts such a sequence in the text itself, as
+ * `_x005F_`, so that it stays as written. Every byte looked for is ASCII, or the lead byte 0xEF of
+ * U+FFFE and U+FFFF: none occurs inside another character's UTF-8.
+ */
+function writeText(source: Uint8Array, start: number, end: number, target: Buffer, at: number): number {
+  let plainFrom = start;
+  for (let i = start; i < end; i++) {
+    const byte = source[i]!;
+    if (plainTextBytes[byte] === 1) continue;
+    let replacement: string | null = null;
+    let width = 1;
+    if (byte === ampersand) replacement = '&amp;';
+    else if (byte === lessThan) replacement = '&lt;';
+    else if (byte === greaterThan) replacement = '&gt;';
+    else if (byte === carriageReturn) replacement = '&#13;';
+    else if (byte === underscore) replacement = startsEscapeSequence(source, i, end) ? '_x005F_' : null;
+    else if (byte === 0xef) {
+      const last = source[i + 2];
+      if (i + 2 < end && source[i + 1] === 0xbf && (last === 0xbe || last === 0xbf)) {
+        replacement = last === 0xbe ? '_xFFFE_' : '_xFFFF_';
+        width = 3;
+      }
+    } else if (byte !== tab && byte !== lineFeed) replacement = `_x00${byte.toString(16).toUpperCase().padStart(2, '0')}_`;
+    if (replacement === null) continue;
+    at = writeAscii(replacement, target, copyBytes(source, plainFrom, i, target, at));
+    i += width - 1;
+    plainFrom = i + 1;
+  }
+  return copyBytes(source, plainFrom, end, target, at);
+}
+
+/** Whether `source[start, end)` is a number as JavaScript and PostgreSQL write them (`-12`, `4.5`, `1e+21`): not `NaN` nor `Infinity`. */
+function isNumber(source: Uint8Array, start: number, end: number): boolean {
+  let at = source[start] === hyphen ? start + 1 : start;
+  if (!isDigit(source[at])) return false;
+  for (at++; at < end; at++) {
+    const byte = source[at]!;
+    if (!isDigit(byte) && byte !== 0x2e && byte !== 0x65 && byte !== 0x45 && byte !== 0x2b && byte !== hyphen) return false;
+  }
+  return true;
+}
+
+/** The number that the digits `source[start, end)` write. */
+function digitsValue(source: Uint8Array, start: number, end: number): number {
+  let value = 0;
+  for (let at = start; at < end; at++) value = value * 10 + source[at]! - 0x30;
+  return value;
+}
+
+// Days from the spreadsheets' day 0 (1899-12-30) to 1970-01-01; milliseconds and minutes in a day.
+const unixEpochSerial = 25_569;
+const dayMilliseconds = 86_400_000;
+const dayMinutes = 1440;
+
+/**
+ * `2026-01-12` or, with `withTime`, `2026-01-12 09:05` (Paris time, as the API writes it) at
+ * `source[start, end)` as a spreadsheet serial (days since 1899-12-30, the time as a fraction of a
+ * day): a spreadsheet date has no time zone, so the wall-clock time is the value. Null when the
+ * bytes are not such a date.
+ */
+function dateSerial(source: Uint8Array, start: number, end: number, withTime: boolean): number | null {
+  if (end - start !== (withTime ? 16 : 10)) return null;
+  for (let at = start; at < end; at++) {
+    const offset = at - start;
+    const expected = offset === 4 || offset === 7 ? hyphen : offset === 10 ? space : offset === 13 ? colon : null;
+    if (expected === null ? !isDigit(source[at]) : source[at] !== expected) return null;
+  }
+  const day =
+    Date.UTC(
+      digitsValue(source, start, start + 4),
+      digitsValue(source, start + 5, start + 7) - 1,
+      digitsValue(source, start + 8, start + 10),
+    ) /
+      dayMilliseconds +
+    unixEpochSerial;
+  if (!withTime) return day;
+  return day + (digitsValue(source, start + 11, start + 13) * 60 + digitsValue(source, start + 14, start + 16)) / dayMinutes;
+}
+
+/** `A`, `B`, ... `Z`, `AA`...: a column's letters in a cell reference. */
+function columnLetters(index: number): string {
+  let letters = '';
+  for (let rest = index + 1; rest > 0; rest = Math.floor((rest - 1) / 26)) {
+    letters = String.fromCharCode(65 + ((rest - 1) % 26)) + letters;
+  }
+  return letters;
+}
+
+/**
+ * Writes the data rows of batches as SpreadsheetML bytes. Every cell carries its reference (`B2`):
+ * the format makes it optional, but readers in use require it (read-excel-file fails without). A
+ * value becomes a cell typed by its column: numbers and dates as such, null no cell at all (an
+ * empty cell), anything else text, which is never a formula (no cell here ever has an `<f>`), so
+ * `=1+1` stays the text `=1+1`: unlike the CSV, no guard prefix is needed. A value that does not
+ * read as its column's type stays text rather than being lost.
+ */
+class SheetRowsWriter {
+  readonly #types: readonly ColumnType[];
+  /** `<c r="B` of each column, its row number to follow. */
+  readonly #cellStarts: readonly Buffer[];
+  #scratch = Buffer.allocUnsafe(0);
+
+  constructor(columns: readonly SheetColumn[]) {
+    this.#types = columns.map((column) => column.type);
+    this.#cellStarts = columns.map((_, index) => ascii(`<c r="${columnLetters(index)}`));
+  }
+
+  /** Rows `from` to `to` (excluded) of the batch, the first numbered `firstRowNumber`, as a buffer of their own. */
+  rows(batch: RowBatch, from: number, to: number, firstRowNumber: number): Buffer {
+    const columns = this.#types.length;
+    const source = batch.bytes;
+    // Room for every value escaped and every cell's markup.
+    const room = escapedBytesPerByte * source.length + (to - from) * (columns + 1) * cellOverhead;
+    if (this.#scratch.length < room) this.#scratch = Buffer.allocUnsafe(room);
+    const out = this.#scratch;
+    let at = 0;
+    for (let row = from; row < to; row++) {
+      const rowNumber = String(firstRowNumber + row - from);
+      at = copyBytes(rowStart, 0, rowStart.length, out, at);
+      at = writeAscii(rowNumber, out, at);
+      at = copyBytes(rowStartEnd, 0, rowStartEnd.length, out, at);
+      for (let field = 0; field < columns; field++) {
+        const start = batch.starts[row * columns + field]!;
+        if (start < 0) continue;
+        const end = batch.ends[row * columns + field]!;
+        const cellStart = this.#cellStarts[field]!;
+        at = writeAscii(rowNumber, out, copyBytes(cellStart, 0, cellStart.length, out, at));
+        at = this.#cell(this.#types[field]!, source, start, end, out, at);
+      }
+      at = copyBytes(rowEnd, 0, rowEnd.length, out, at);
+    }
+    // A copy of its own: zlib holds the buffer it is given until it has deflated it.
+    return Buffer.from(out.subarray(0, at));
+  }
+
+  /** The rest of a cell after its reference: its format, type and value. */
+  #cell(type: ColumnType, source: Uint8Array, start: number, end: number, out: Buffer, at: number): number {
+    if (type === 'integer' || type === 'decimal') {
+      if (isNumber(source, start, end)) {
+        at = copyBytes(source, start, end, out, copyBytes(numberStart, 0, numberStart.length, out, at));
+        return copyBytes(valueEnd, 0, valueEnd.length, out, at);
+      }
+    } else if (type === 'date' || type === 'dateTime') {
+      const serial = dateSerial(source, start, end, type === 'dateTime');
+      if (serial !== null) {
+        const format = type === 'date' ? dateStart : dateTimeStart;
+        at = writeAscii(String(serial), out, copyBytes(format, 0, format.length, out, at));
+        return copyBytes(valueEnd, 0, valueEnd.length, out, at);
+      }
+    }
+    // Spaces at a text's ends are kept: an XML reader may drop them otherwise.
+    const spaced = start < end && (source[start]! <= space || source[end - 1]! <= space);
+    const opening = spaced ? spacedTextStart : textStart;
+    at = writeText(source, start, end, out, copyBytes(opening, 0, opening.length, out, at));
+    return copyBytes(textEnd, 0, textEnd.length, out, at);
+  }
+}
+
+/** A text as the content of an element or of an attribute in double quotes (never holding `"`, here). */
+function escapeXmlText(text: string): string {
+  const bytes = Buffer.from(text);
+  const out = Buffer.allocUnsafe(bytes.length * escapedBytesPerByte);
+  return out.subarray(0, writeText(bytes, 0, bytes.length, out, 0)).toString();
+}
+
+const displayedLength: Partial<Record<ColumnType, number>> = { date: 10, dateTime: 16 };
+const widestColumn = 60;
+const narrowestColumn = 10;
+/** Rows whose values size the columns: the widths go at the top of a sheet, before any row. */
+const measuredRows = 1000;
+
+/** Characters of the UTF-8 text `source[start, end)`: its bytes but the continuation bytes. */
+function characters(source: Uint8Array, start: number, end: number): number {
+  let count = 0;
+  for (let at = start; at < end; at++) if ((source[at]! & 0xc0) !== 0x80) count++;
+  return count;
+}
+
+/** Wide enough for the header and the values of the first rows, up to 60 characters (a comment may be longer). */
+function columnWidths(columns: readonly SheetColumn[], firstBatches: readonly RowBatch[]): number[] {
+  return columns.map((column, field) => {
+    let widest = column.name.length;
+    let rows = 0;
+    for (const batch of firstBatches) {
+      for (let row = 0; row < batch.rows && rows < measuredRows; row++, rows++) {
+        const start = batch.starts[row * columns.length + field]!;
+        if (start < 0) continue;
+        const end = batch.ends[row * columns.length + field]!;
+        widest = Math.max(widest, displayedLength[column.type] ?? characters(batch.bytes, start, end));
+      }
+    }
+    // Two characters of margin for the bold header and the button of a filter a user adds; at least
+    // 10, a date's width.
+    return Math.max(Math.min(widest, widestColumn) + 2, narrowestColumn);
+  });
+}
+
+/**
+ * The start of every sheet of a workbook, up to its first row of data: the header row frozen at
+ * the top, the columns' widths (and the date formats of the date columns, for the cells a user
+ * adds), then the bold header.
+ */
+function sheetStartXml(columns: readonly SheetColumn[], widths: readonly number[]): string {
+  const cols = columns
+    .map((column, index) => {
+      const style = column.type === 'date' || column.type === 'dateTime' ? ` style="${cellFormat[column.type]}"` : '';
+      return `<col min="${index + 1}" max="${index + 1}" width="${widths[index]}"${style} customWidth="1"/>`;
+    })
+    .join('');
+  const header = columns
+    .map(
+      (column, index) =>
+        `<c r="${columnLetters(index)}1" s="${cellFormat.header}" t="inlineStr"><is><t>${escapeXmlText(column.name)}</t></is></c>`,
+    )
+    .join('');
+  return `${xmlDeclaration}<worksheet xmlns="${spreadsheetNamespace}" xmlns:r="${relationshipsNamespace}">\
+<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>\
+<selection pane="bottomLeft" activeCell="A2" sqref="A2"/></sheetView></sheetViews><sheetFormatPr defaultRowHeight="15"/>\
+<cols>${cols}</cols><sheetData><row r="1">${header}</row>`;
+}
+
+const sheetEndXml = '</sheetData></worksheet>';
+
+// ---------------------------------------------------------------------------------------------
+// The zip
+
+/**
+ * Deflate level of the parts. Level 1 deflates SpreadsheetML at about 500 MB/s (off the main
+ * thread) and zips a sheet to about a ninth of its size; zlib's default level 6 saves a fifth of
+ * the file for 3 times the time.
+ */
+const compressionLevel = 1;
+// Up to 1 MB waits for zlib, so that the next rows are written while it deflates the last ones
+// (zlib passes the stream options on to its Transform).
+const deflateOptions: zlib.ZlibOptions & TransformOptions = { level: compressionLevel, chunkSize: 128 * 1024, highWaterMark: 1024 * 1024 };
+
+const maxPartBytes = 0xffff_ffff;
+
+/**
+ * One part of the workbook as a zip entry that fflate lays out: deflated by Node's zlib off the main
+ * thread, its CRC computed by zlib's (native) as its bytes go by. `write` answers false while zlib
+ * holds more than it has deflated (`drained` then says when to go on).
+ */
+class DeflatedPart implements ZipInputFile {
+  readonly compression = 8;
+  // Bits 1 and 2 of the zip's flags: the deflate's speed (3, "super fast", for level 1).
+  readonly flag = 3;
+  readonly mtime = new Date();
+  size = 0;
+  crc = 0;
+  ondata?: AsyncFlateStreamHandler;
+  readonly #deflate = zlib.createDeflateRaw(deflateOptions);
+
+  constructor(readonly filename: string) {
+    // zlib's output is never over a SharedArrayBuffer.
+    this.#deflate.on('data', (bytes: Buffer<ArrayBuffer>) => this.ondata?.(null, bytes, false));
+    this.#deflate.on('end', () => this.ondata?.(null, new Uint8Array(0), true));
+  }
+
+  write(bytes: Buffer | string): boolean {
+    const buffer = typeof bytes === 'string' ? Buffer.from(bytes) : bytes;
+    this.crc = zlib.crc32(buffer, this.crc);
+    this.size += buffer.length;
+    // fflate writes no ZIP64: past 4 GiB a part's sizes would be wrong. A sheet's 1,048,575 rows
+    // reach it only at 4 KB of XML each (an export's rows take 1 KB): a failed file, never a corrupt one.
+    if (this.size > maxPartBytes) throw new Error(`${this.filename} exceeds the 4 GiB of a zip entry without ZIP64`);
+    return this.#deflate.write(buffer);
+  }
+
+  end(text: string): void {
+    this.write(text);
+    this.#deflate.end();
+  }
+
+  /** Resolves once zlib has deflated what it was given, or its stream is closed (the workbook stopped). */
+  async drained(): Promise<void> {
+    const stopWaiting = new AbortController();
+    try {
+      await Promise.race([
+        once(this.#deflate, 'drain', { signal: stopWaiting.signal }),
+        once(this.#deflate, 'close', { signal: stopWaiting.signal }),
+      ]);
+    } finally {
+      stopWaiting.abort();
+    }
+  }
+
+  terminate(): void {
+    this.#deflate.destroy();
   }
 }
 
 /**
- * An xlsx workbook as the API sends it: one sheet named after the resource (and more past Excel's
- * rows), a frozen bold header row of the JSON keys in their order, then the rows, each cell typed
- * by its column (numbers, dates and date-times as such, `Oui` / `Non` and other texts as text, null
- * as an empty cell), columns as wide as their first rows. Rows come in chunks and are written as
- * they come, at the client's pace, so memory stays flat whatever the volume (the zip is written as
- * it goes too).
+ * The workbook's bytes as a stream that reads at its reader's pace: the writing waits on `room()`
+ * whenever the stream holds more than it wants, and the rows' source waits with it.
  */
+class WorkbookOutput extends Readable {
+  #wanted: (() => void) | null = null;
+
+  constructor(private readonly stopped: () => void) {
+    // 64 KB of zipped workbook is plenty to keep the client's connection busy.
+    super({ highWaterMark: 64 * 1024 });
+  }
+
+  override _read(): void {
+    this.#wanted?.();
+    this.#wanted = null;
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.stopped();
+    this.#wanted?.();
+    callback(error);
+  }
+
+  /** Resolves once the reader wants more bytes or has gone away (`destroyed` then says so). */
+  room(): Promise<void> {
+    if (this.destroyed || this.readableLength < this.readableHighWaterMark) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#wanted = resolve;
+    });
+  }
+}
+
+async function writeWorkbook(
+  output: WorkbookOutput,
+  zip: Zip,
+  sheetName: string,
+  columns: readonly SheetColumn[],
+  batches: AsyncGenerator<RowBatch>,
+  rowsPerSheet: number,
+): Promise<void> {
+  let sheet: DeflatedPart | null = null;
+  try {
+    // The first rows, to size the columns.
+    const firstBatches: RowBatch[] = [];
+    let next = await batches.next();
+    for (let rows = 0; !next.done; next = await batches.next()) {
+      firstBatches.push(next.value);
+      rows += next.value.rows;
+      if (rows >= measuredRows) break;
+    }
+    const sheetStart = sheetStartXml(columns, columnWidths(columns, firstBatches));
+    const rowsWriter = new SheetRowsWriter(columns);
+    const sheetNames: string[] = [];
+    const openSheet = () => {
+      // Beyond Excel's rows, the next sheet (`logins (2)`) goes on with the same header: no row is lost.
+      sheetNames.push(sheetNames.length === 0 ? sheetName : `${sheetName} (${sheetNames.length + 1})`);
+      const part = new DeflatedPart(`xl/worksheets/sheet${sheetNames.length}.xml`);
+      zip.add(part);
+      part.write(sheetStart);
+      return part;
+    };
+    sheet = openSheet();
+    let rowsInSheet = 0;
+    const write = async (batch: RowBatch) => {
+      for (let from = 0; from < batch.rows; ) {
+        if (rowsInSheet === rowsPerSheet) {
+          sheet!.end(sheetEndXml);
+          sheet = openSheet();
+          rowsInSheet = 0;
+        }
+        const to = Math.min(batch.rows, from + rowsPerSheet - rowsInSheet);
+        // Row 1 is the header.
+        const taken = sheet!.write(rowsWriter.rows(batch, from, to, rowsInSheet + 2));
+        rowsInSheet += to - from;
+        from = to;
+        if (!taken) await sheet!.drained();
+      }
+      await output.room();
+    };
+    for (const batch of firstBatches) await write(batch);
+    if (!next.done) {
+      for (next = await batches.next(); !next.done && !output.destroyed; next = await batches.next()) await write(next.value);
+    }
+    if (output.destroyed) return;
+    sheet.end(sheetEndXml);
+    sheet = null;
+    const parts: [string, string][] = [
+      ['xl/workbook.xml', workbookXml(sheetNames)],
+      ['xl/_rels/workbook.xml.rels', workbookRelationshipsXml(sheetNames.length)],
+      ['xl/styles.xml', stylesXml],
+      ['_rels/.rels', packageRelationshipsXml],
+      ['[Content_Types].xml', contentTypesXml(sheetNames.length)],
+    ];
+    for (const [name, xml] of parts) {
+      const part = new DeflatedPart(name);
+      zip.add(part);
+      part.end(xml);
+    }
+    zip.end();
+  } finally {
+    // Stopped early (the client went away, a read failed): the rows' source closes (the COPY or
+    // the cursor), and so does the deflate of the sheet being written.
+    sheet?.terminate();
+    await batches.return(undefined);
+  }
+}
+
+function workbookStream(
+  sheetName: string,
+  columns: readonly SheetColumn[],
+  batches: AsyncGenerator<RowBatch>,
+  options: XlsxOptions,
+): Readable {
+  const zip = new Zip();
+  const output = new WorkbookOutput(() => zip.terminate());
+  zip.ondata = (error, bytes, final) => {
+    if (output.destroyed) return;
+    if (error) return void output.destroy(error);
+    output.push(bytes);
+    if (final) output.push(null);
+  };
+  writeWorkbook(output, zip, sheetName, columns, batches, options.rowsPerSheet ?? excelDataRowsPerSheet).catch((error: unknown) =>
+    output.destroy(error as Error),
+  );
+  return output;
+}
+
+/**
+ * A list export as an xlsx workbook: one sheet named after the resource (and more past Excel's
+ * rows), a frozen bold header row of the JSON keys in their order, then the rows of PostgreSQL's
+ * binary COPY of their text fields (`copy`, from copyResourceRows, the CSV's), each cell typed by
+ * its column (numbers, dates and date-times as such, `Oui` / `Non` and other texts as text, null as
+ * an empty cell), columns as wide as their first rows. Rows are written as they come, at the
+ * client's pace, so memory stays flat whatever the volume (the zip is written as it goes too); a
+ * client that goes away stops the COPY.
+ */
+export function xlsxFromCopy(sheetName: string, columns: readonly SheetColumn[], copy: Readable, options: XlsxOptions = {}): Readable {
+  return workbookStream(sheetName, columns, batchesOfCopy(copy, columns.length), options);
+}
+
+/** The same workbook from row objects built in JavaScript (the `summary`), in chunks: its source closes when the workbook stops. */
 export function xlsxStream(
   sheetName: string,
   columns: readonly SheetColumn[],
   chunks: AsyncIterable<readonly Record<string, unknown>[]>,
   options: XlsxOptions = {},
 ): Readable {
-  const output = new PassThrough();
-  writeWorkbook(output, sheetName, columns, chunks, options.rowsPerSheet ?? excelDataRowsPerSheet).catch((error: unknown) =>
-    output.destroy(error as Error),
-  );
-  return output;
-}
-
-export function xlsxAttachmentHeaders(fileName: string): Record<string, string> {
-  return { 'Content-Type': xlsxMediaType, 'Content-Disposition': `attachment; filename="${fileName}"` };
+  return workbookStream(sheetName, columns, batchesOfObjects(chunks, columns), options);
 }

@@ -3,21 +3,24 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pipeline, Transform } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { strFromU8, unzipSync } from 'fflate';
+import { sql } from 'kysely';
 import Papa from 'papaparse';
 import readXlsxFile from 'read-excel-file/node';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { copyOut } from '../db/connection';
 import { resources } from '../db/resources';
 import type { ColumnType } from '../db/resources/definition';
 import { loadOpenapiDocument } from '../src/openapi-document';
-import { xlsxStream } from '../src/xlsx';
+import { xlsxFromCopy, xlsxStream } from '../src/xlsx';
 import { addLearner, createOrgWithKeys } from './support/factories';
 import { client, seededOrganisation } from './support/learning-factories';
 import { useTestApp, useTestAppOn } from './support/lifecycle';
 
-// Workbooks are read back with read-excel-file and their parts with fflate, not with exceljs that
+// Workbooks are read back with read-excel-file and their parts with fflate, not with the code that
 // writes them; LibreOffice, when installed, opens them as a user's spreadsheet would.
 const fixture = useTestApp({ rateLimitPerMinute: 100_000 });
 const cappedFixture = useTestAppOn(fixture, { rateLimitPerMinute: 100_000, aggregationCap: 5 });
@@ -234,6 +237,41 @@ describe('format=xlsx', () => {
     expect((await formulas.csv('users')).rows.map((row) => row[0])).toEqual(names.map((name) => `'${name}`));
   });
 
+  it('keeps control characters, markup and spaces of a text: escaped in the XML 1.0 of the sheet, read back as they were', async () => {
+    const other = await createOrgWithKeys(fixture.db, { name: 'Organisme des caractères' });
+    const names = [
+      'Zoé\u0001 Martin\u001F',
+      '<b>Léa</b> & Cie',
+      '  espaces autour  ',
+      'ligne\r\nsuivante\tet tabulation',
+      'littéral _x0041_ et _X005f_ et _x00e9_',
+      'saut\u000B de page\u000C, non-caractère \uFFFE',
+    ];
+    for (const [index, name] of names.entries()) {
+      await addLearner(fixture.db, other.orgId, { email: `caractere${index}@exemple.fr`, name, at: `2026-03-0${index + 1} 10:00` });
+    }
+    const characters = client(fixture.app, other.readKey);
+    const workbook = await workbookOf('users', '', () => characters);
+    const sheet = workbook.parts['xl/worksheets/sheet1.xml']!;
+    // Nothing XML 1.0 forbids, even as a reference: the characters are the format's `_xHHHH_`, and a
+    // text's own `_xHHHH_` has its underscore escaped, so that a spreadsheet shows it as it is.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters XML 1.0 forbids are what this looks for.
+    expect(sheet).not.toMatch(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|&#(?:[0-8]|1[124-9]|2\d|3[01]);/);
+    for (const escaped of [
+      'Zoé_x0001_ Martin_x001F_',
+      '&lt;b&gt;Léa&lt;/b&gt; &amp; Cie',
+      '<t xml:space="preserve">  espaces autour  </t>',
+    ]) {
+      expect(sheet).toContain(escaped);
+    }
+    expect(sheet).toContain('ligne&#13;\nsuivante\tet tabulation');
+    expect(sheet).toContain('littéral _x005F_x0041_ et _X005f_ et _x005F_x00e9_');
+    expect(sheet).toContain('saut_x000B_ de page_x000C_, non-caractère _xFFFE_');
+    // Read back (read-excel-file decodes the escapes as Excel and LibreOffice do), as the CSV holds them.
+    expect(workbook.sheets[0]!.rows.slice(1).map((row) => row[0])).toEqual(names);
+    expect((await characters.csv('users')).rows.map((row) => row[0])).toEqual(names);
+  });
+
   it('holds the same rows as the CSV under every filter: programme, updated_since, one learner, the cap', async () => {
     const programme = org.seeded.programmes[0]!;
     const email = (await api.all('learners', 'year=2025'))[3]!.email as string;
@@ -320,7 +358,7 @@ describe('the workbook stream', () => {
     expect(rows[80_000]).toEqual([noise(79_999), 79_999]);
   });
 
-  it('closes its source (the database cursor) when the reader goes away', async () => {
+  it('closes its source when the reader goes away', async () => {
     const { state, chunks } = chunkSource(80, 1000);
     const stream = xlsxStream('logins', columns, chunks);
     await new Promise((resolve) => stream.once('readable', resolve));
@@ -339,6 +377,69 @@ describe('the workbook stream', () => {
       return sheet.rows.slice(1).map((row) => row[1]);
     });
     expect(numbers).toEqual(Array.from({ length: 2500 }, (_, n) => n));
+  });
+});
+
+describe('the workbook of a COPY', () => {
+  const columns = [
+    { name: 'texte', type: 'text' },
+    { name: 'nombre', type: 'integer' },
+  ] as const;
+  // Rows that compress poorly, as PostgreSQL's binary COPY of text fields gives an export's rows.
+  const numbered = (rows: number) =>
+    sql`select md5(n::text) as texte, n::text as nombre from generate_series(0, ${rows - 1}) as n order by n`;
+  const md5 = (n: number) => createHash('md5').update(String(n)).digest('hex');
+
+  /** The COPY of the rows, and the bytes the workbook has taken from it so far. */
+  async function countedCopy(rows: number) {
+    const copy = await copyOut(fixture.db, numbered(rows));
+    const taken = { bytes: 0 };
+    const counter = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        taken.bytes += chunk.length;
+        done(null, chunk);
+      },
+    });
+    // Either end closes the other: a workbook that stops destroys the COPY.
+    return { copy, taken, source: pipeline(copy, counter, () => undefined) };
+  }
+
+  it('reads the COPY at the pace of its reader: unread, it takes a few hundred kilobytes of it, not the whole export', async () => {
+    const { copy, taken, source } = await countedCopy(100_000);
+    const stream = xlsxFromCopy('logins', columns, source);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // 100,000 rows are 4.7 MB of COPY.
+    expect(taken.bytes).toBeGreaterThan(0);
+    expect(taken.bytes).toBeLessThan(1_500_000);
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    expect(taken.bytes).toBeGreaterThan(4_500_000);
+    expect(copy.readableEnded).toBe(true);
+    const rows = (await readWorkbook(Buffer.concat(chunks))).sheets[0]!.rows;
+    expect(rows).toHaveLength(1 + 100_000);
+    expect(rows[1]).toEqual([md5(0), 0]);
+    expect(rows[100_000]).toEqual([md5(99_999), 99_999]);
+  });
+
+  it('stops the COPY when the reader goes away', async () => {
+    const { copy, taken, source } = await countedCopy(100_000);
+    const stream = xlsxFromCopy('logins', columns, source);
+    await new Promise((resolve) => stream.once('readable', resolve));
+    stream.destroy();
+    await vi.waitFor(() => expect(copy.destroyed).toBe(true));
+    expect(taken.bytes).toBeLessThan(1_500_000);
+  });
+
+  it('splits the COPY into sheets past the rows a sheet holds, numbering each sheet from its header', async () => {
+    const { source } = await countedCopy(2500);
+    const chunks: Buffer[] = [];
+    for await (const chunk of xlsxFromCopy('logins', columns, source, { rowsPerSheet: 1000 })) chunks.push(chunk as Buffer);
+    const workbook = await readWorkbook(Buffer.concat(chunks));
+    expect(workbook.sheets.map((sheet) => sheet.rows.length)).toEqual([1001, 1001, 501]);
+    expect(workbook.sheets.flatMap((sheet) => sheet.rows.slice(1).map((row) => row[1]))).toEqual(Array.from({ length: 2500 }, (_, n) => n));
+    expect(workbook.parts['xl/worksheets/sheet2.xml']).toMatch(
+      /<row r="1001"><c r="A1001" t="inlineStr"><is><t>[0-9a-f]{32}<\/t><\/is><\/c><c r="B1001"><v>1999<\/v><\/c><\/row><\/sheetData>/,
+    );
   });
 });
 

@@ -15,9 +15,11 @@ export interface ResourceFilter {
 }
 
 /**
- * What a column holds on the wire, so that a workbook gives each cell its type: `text` (`Oui` /
- * `Non` included), `integer`, `decimal` (`documents.heures`), `date` (a Paris `YYYY-MM-DD`) or
- * `dateTime` (a Paris `YYYY-MM-DD HH:MM`). Null is an empty cell whatever the type.
+ * What a column holds on the wire, so that a workbook gives each cell its type and an export's
+ * fields are written right (rendering.ts, src/csv.ts): `text` (`Oui` / `Non` included), `integer`,
+ * `decimal` (`documents.heures`, a numeric), `date` (a Paris `YYYY-MM-DD`) or `dateTime` (a Paris
+ * `YYYY-MM-DD HH:MM`). Null is an empty cell whatever the type. A CSV writes numbers as they are;
+ * everything else meets its quoting and formula guard.
  */
 export type ColumnType = 'text' | 'integer' | 'decimal' | 'date' | 'dateTime';
 
@@ -26,8 +28,8 @@ export type ColumnTypes<Row> = { readonly [Column in keyof Row & string]-?: Colu
 
 /**
  * A list resource: its wire name, its columns in the contract's order with their types, and the
- * query of its rows. The shared machinery (db/resources/list.ts, handlers/list-resource.ts) does
- * the rest: paging, the cap, meta, CSV, the workbook. Adding a resource is one file of this shape.
+ * query of its rows. The shared machinery (db/resources/list.ts, rendering.ts,
+ * handlers/list-resource.ts) does the rest: paging, the cap, meta, the CSV and the workbook. Adding a resource is one file of this shape.
  */
 export interface ResourceDefinition<Row extends Record<string, unknown> = Record<string, unknown>, Name extends string = string> {
   /** The wire name (`resource` of the envelope). */

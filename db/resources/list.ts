@@ -1,6 +1,8 @@
+import type { Readable } from 'node:stream';
 import { type CompiledQuery, type SelectQueryBuilder, sql } from 'kysely';
-import type { Database, DB } from '../connection';
+import { copyOut, type Database, type DB } from '../connection';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
+import { textFieldsOf } from './rendering';
 
 // Any resource's query: the machinery reads rows without caring for their shape.
 type RowsQuery = SelectQueryBuilder<Database, any, any>;
@@ -54,7 +56,14 @@ function compiledOnce<Row>(db: DB, key: string, compile: () => CompiledQuery<Row
   return compiled;
 }
 
-/** One page of a resource, never past the cap: built for the page alone when the resource knows how. */
+/** The query of one page of a resource: built for the page alone when the resource knows how. */
+function pageQuery(db: DB, definition: ResourceDefinition, filter: ResourceFilter, window: RowWindow): RowsQuery {
+  return definition.selectWindow
+    ? definition.selectWindow(db, filter, window)
+    : definition.select(db, filter).limit(window.limit).offset(window.offset);
+}
+
+/** One page of a resource, never past the cap. */
 export async function pageResourceRows(
   db: DB,
   definition: ResourceDefinition,
@@ -66,10 +75,7 @@ export async function pageResourceRows(
   const window = allowedWindow(limit, offset, cap);
   if (window === null) return [];
   const statement = compiledOnce(db, `${definition.name} page ${JSON.stringify(filter)} ${window.limit} ${window.offset}`, () =>
-    (definition.selectWindow
-      ? definition.selectWindow(db, filter, window)
-      : definition.select(db, filter).limit(window.limit).offset(window.offset)
-    ).compile(),
+    pageQuery(db, definition, filter, window).compile(),
   );
   return (await db.executeQuery(statement)).rows;
 }
@@ -119,4 +125,14 @@ export async function* streamRowChunks(db: DB, query: RowsQuery, cap: number | n
     next.catch(() => undefined);
     await chunks.return?.(undefined);
   }
+}
+
+/**
+ * Every row up to the cap, in the order of the pages, as PostgreSQL's binary COPY of their text
+ * fields (rendering.ts): the bytes an export writes (src/csv.ts), with flat memory whatever the
+ * volume, at the reader's pace (copyOut).
+ */
+export function copyResourceRows(db: DB, definition: ResourceDefinition, filter: ResourceFilter, cap: number | null): Promise<Readable> {
+  const rows = definition.select(db, filter);
+  return copyOut(db, textFieldsOf(definition, cap === null ? rows : rows.limit(cap)));
 }

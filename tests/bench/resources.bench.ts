@@ -7,16 +7,18 @@ import type { ResourceDefinition, ResourceFilter } from '../../db/resources/defi
 import { allowedWindow, countQuery } from '../../db/resources/list';
 import { seedOrganisation } from '../../src/seed/generate';
 import { createOrgWithKeys } from '../support/factories';
-import { openBenchDatabase, percentile, report, startServerProcess } from './support';
+import { cpuSeconds, openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**
  * Issue 3: the learning resources on an organisation of 10,000 generated learners (next to a
  * second organisation), each figure side by side with the same SQL run straight through pg, the
  * limit. 1,000-row JSON pages (first and deep), `learners` for a whole year, and the full CSV
  * export of the largest resource against `COPY (query) TO STDOUT WITH CSV`, with the server's
- * peak memory; issue 16: the same export as an xlsx workbook. The year is the current one;
- * BENCH_YEAR=2025 measures a past, whole year (the year slices of enrollments and progress read as
- * of its 31 December).
+ * peak memory; issue 16: the same export as an xlsx workbook. Issue 17: each page's p99 within
+ * 1.2x of its SQL alone (samples taken in turn, so that both sides meet the same moments of a
+ * shared machine), the CSV at 0.9 of COPY's rows/s, with the CPU each side spent. The year is the
+ * current one; BENCH_YEAR=2025 measures a past, whole year (the year slices of enrollments and
+ * progress read as of its 31 December).
  */
 const learners = Number(process.env.BENCH_LEARNERS ?? 10_000);
 const samples = Number(process.env.BENCH_SAMPLES ?? 40);
@@ -26,7 +28,7 @@ const largeResources = ['logins', 'quiz-answers', 'progress', 'evaluations', 'en
 const database = await openBenchDatabase('bench_resources');
 const org = await createOrgWithKeys(database.db, { name: 'Organisme du banc' });
 const other = await createOrgWithKeys(database.db, { name: 'Autre organisme' });
-let started = Date.now();
+const started = Date.now();
 const seeded = await seedOrganisation(database.db, { orgId: org.orgId, learners, seed: 1 });
 const seedSeconds = (Date.now() - started) / 1000;
 await seedOrganisation(database.db, { orgId: other.orgId, learners: Math.ceil(learners / 10), seed: 2 });
@@ -58,6 +60,23 @@ async function series(action: () => Promise<unknown>): Promise<{ p50: number; p9
   const times: number[] = [];
   for (let i = 0; i < samples; i++) times.push(await timed(action));
   return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+/** Two series sampled in turn (first one side, then the other, alternately): a busy moment of the machine falls on both. */
+async function alternating(
+  ours: () => Promise<unknown>,
+  bare: () => Promise<unknown>,
+): Promise<Record<'ours' | 'bare', { p50: number; p99: number }>> {
+  await ours();
+  await bare();
+  const times = { ours: [] as number[], bare: [] as number[] };
+  for (let i = 0; i < samples; i++) {
+    for (const side of i % 2 === 0 ? (['ours', 'bare'] as const) : (['bare', 'ours'] as const)) {
+      times[side].push(await timed(side === 'ours' ? ours : bare));
+    }
+  }
+  const figures = (values: number[]) => ({ p50: percentile(values, 50), p99: percentile(values, 99) });
+  return { ours: figures(times.ours), bare: figures(times.bare) };
 }
 
 /** What the list handler runs for a JSON page: the count and the page, in parallel. */
@@ -93,7 +112,7 @@ function inline(query: CompiledQuery): string {
 }
 
 /** COPY (query) TO STDOUT WITH CSV through pg: rows and seconds (pg hands copy data to the connection). */
-async function copyOut(query: CompiledQuery): Promise<{ rows: number; seconds: number }> {
+async function copyCsv(query: CompiledQuery): Promise<{ rows: number; seconds: number }> {
   const client = direct[0]!;
   let rows = 0;
   const count = (message: { chunk: Buffer }) => {
@@ -133,17 +152,20 @@ try {
     const total = first.pagination.total;
     for (const offset of [0, Math.max(0, Math.min(cap, total) - 1000)]) {
       const url = `${server.baseUrl}/${name}?limit=1000&offset=${offset}&year=${year}`;
-      const ours = await series(async () => {
-        const response = await fetch(url, { headers });
-        if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
-        await response.arrayBuffer();
-      });
       const queries = pageQueries(definition, offset);
-      const bare = await series(() => Promise.all(queries.map((query) => query())));
+      const { ours, bare } = await alternating(
+        async () => {
+          const response = await fetch(url, { headers });
+          if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
+          await response.arrayBuffer();
+        },
+        () => Promise.all(queries.map((query) => query())),
+      );
+      const ratio = ours.p99 / bare.p99;
       report(
         `${name}: 1,000 rows at offset ${offset} (of ${total}) p50 / p99`,
-        `${ours.p50.toFixed(0)} / ${ours.p99.toFixed(0)} ms (SQL alone ${bare.p50.toFixed(0)} / ${bare.p99.toFixed(0)} ms)`,
-        { text: 'p99 < 100 ms', met: ours.p99 < 100 },
+        `${ours.p50.toFixed(0)} / ${ours.p99.toFixed(0)} ms (SQL alone ${bare.p50.toFixed(0)} / ${bare.p99.toFixed(0)} ms), p99 ${ratio.toFixed(2)}x`,
+        { text: 'p99 <= 1.2x SQL alone', met: ratio <= 1.2 },
       );
     }
   }
@@ -184,22 +206,42 @@ let csvRows = 0;
 const exporter = await startServerProcess(database.url, exporterSettings);
 try {
   const before = peakRssMb(exporter.child.pid!);
-  let lines = 0;
-  started = Date.now();
-  const response = await fetch(`${exporter.baseUrl}/${largest.name}?format=csv&year=${year}`, { headers });
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) lines += lineFeeds(chunk);
-  const seconds = (Date.now() - started) / 1000;
+  const query = (resources[largest.name] as unknown as ResourceDefinition).select(database.db, filter).compile();
+  // The export and COPY alone, three times each in turn; the best of each (a shared machine only
+  // ever slows a run down), with the CPU the server and PostgreSQL spent on the export.
+  const exports: { seconds: number; lines: number; server: number; postgres: number }[] = [];
+  const copies: { rows: number; seconds: number }[] = [];
+  for (let round = 0; round < 3; round++) {
+    const cpuBefore = cpuSeconds([exporter.child.pid!], database.postmasterPid);
+    let lines = 0;
+    const exportStart = Date.now();
+    const response = await fetch(`${exporter.baseUrl}/${largest.name}?format=csv&year=${year}`, { headers });
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) lines += lineFeeds(chunk);
+    const cpuAfter = cpuSeconds([exporter.child.pid!], database.postmasterPid);
+    exports.push({
+      seconds: (Date.now() - exportStart) / 1000,
+      lines,
+      server: cpuAfter.processes - cpuBefore.processes,
+      postgres: cpuAfter.postgres - cpuBefore.postgres,
+    });
+    copies.push(await copyCsv(query));
+  }
   const peak = peakRssMb(exporter.child.pid!);
-  const copy = await copyOut((resources[largest.name] as unknown as ResourceDefinition).select(database.db, filter).compile());
-  csvRows = lines - 1;
+  const best = exports.sort((a, b) => a.seconds - b.seconds)[0]!;
+  const copy = copies.sort((a, b) => a.seconds - b.seconds)[0]!;
+  const seconds = best.seconds;
+  csvRows = best.lines - 1;
   const ours = csvRows / seconds;
   const limit = copy.rows / copy.seconds;
-  report(`CSV export of ${largest.name} (${csvRows} rows)`, `${seconds.toFixed(1)} s, ${Math.round(ours).toLocaleString('en')} rows/s`);
+  report(
+    `CSV export of ${largest.name} (${csvRows} rows)`,
+    `${seconds.toFixed(1)} s, ${Math.round(ours).toLocaleString('en')} rows/s (CPU: server ${best.server.toFixed(2)} s, PostgreSQL ${best.postgres.toFixed(2)} s)`,
+  );
   report(
     `COPY (same query) TO STDOUT WITH CSV (${copy.rows} rows)`,
     `${copy.seconds.toFixed(1)} s, ${Math.round(limit).toLocaleString('en')} rows/s`,
   );
-  report('CSV rows/s over COPY rows/s', (ours / limit).toFixed(2), { text: '>= 0.50', met: ours / limit >= 0.5 });
+  report('CSV rows/s over COPY rows/s', (ours / limit).toFixed(2), { text: '>= 0.90', met: ours / limit >= 0.9 });
   report('server peak RSS during the export', `${peak.toFixed(0)} MB (before: ${before.toFixed(0)} MB)`, {
     text: '< 250 MB',
     met: peak < 250,
@@ -208,22 +250,40 @@ try {
   await exporter.stop();
 }
 
-// The same export as a workbook, from a server of its own (peak RSS is a process's whole life). Its
-// rows are the CSV's (tests/resources.xlsx.test.ts holds them equal): the bytes are not unzipped
-// here, which would take CPU from the measured side.
+// The same export as a workbook, from a server of its own (peak RSS is a process's whole life), in
+// turn with the CSV on that server, twice each: the better of each (a shared machine only ever slows
+// a run down). Its rows are the CSV's (tests/resources.xlsx.test.ts holds them equal): the bytes are
+// not unzipped here, which would take CPU from the measured side.
 const workbookExporter = await startServerProcess(database.url, exporterSettings);
 try {
   const before = peakRssMb(workbookExporter.child.pid!);
-  let bytes = 0;
-  started = Date.now();
-  const response = await fetch(`${workbookExporter.baseUrl}/${largest.name}?format=xlsx&year=${year}`, { headers });
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
-  const seconds = (Date.now() - started) / 1000;
+  const timedExport = async (format: 'csv' | 'xlsx') => {
+    const cpuBefore = cpuSeconds([workbookExporter.child.pid!], database.postmasterPid);
+    let bytes = 0;
+    const exportStart = Date.now();
+    const response = await fetch(`${workbookExporter.baseUrl}/${largest.name}?format=${format}&year=${year}`, { headers });
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
+    const cpuAfter = cpuSeconds([workbookExporter.child.pid!], database.postmasterPid);
+    const seconds = (Date.now() - exportStart) / 1000;
+    return { seconds, bytes, server: cpuAfter.processes - cpuBefore.processes, postgres: cpuAfter.postgres - cpuBefore.postgres };
+  };
+  const files: Awaited<ReturnType<typeof timedExport>>[] = [];
+  const workbooks: Awaited<ReturnType<typeof timedExport>>[] = [];
+  for (let round = 0; round < 2; round++) {
+    files.push(await timedExport('csv'));
+    workbooks.push(await timedExport('xlsx'));
+  }
   const peak = peakRssMb(workbookExporter.child.pid!);
+  const file = files.sort((a, b) => a.seconds - b.seconds)[0]!;
+  const workbook = workbooks.sort((a, b) => a.seconds - b.seconds)[0]!;
   report(
-    `xlsx export of ${largest.name} (${csvRows} rows, ${(bytes / 1e6).toFixed(1)} MB)`,
-    `${seconds.toFixed(1)} s, ${Math.round(csvRows / seconds).toLocaleString('en')} rows/s`,
+    `xlsx export of ${largest.name} (${csvRows} rows, ${(workbook.bytes / 1e6).toFixed(1)} MB)`,
+    `${workbook.seconds.toFixed(1)} s, ${Math.round(csvRows / workbook.seconds).toLocaleString('en')} rows/s (CPU: server ${workbook.server.toFixed(2)} s, PostgreSQL ${workbook.postgres.toFixed(2)} s; the CSV in turn: ${file.seconds.toFixed(1)} s)`,
   );
+  report('xlsx rows/s over CSV rows/s', (file.seconds / workbook.seconds).toFixed(2), {
+    text: '>= 0.50',
+    met: file.seconds / workbook.seconds >= 0.5,
+  });
   report('server peak RSS during the xlsx export', `${peak.toFixed(0)} MB (before: ${before.toFixed(0)} MB)`, {
     text: '< 250 MB',
     met: peak < 250,

@@ -1,0 +1,25 @@
+import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
+import type { ResourceDefinition } from './definition';
+
+type RowsQuery = SelectQueryBuilder<any, any, any>;
+
+/**
+ * The rows as the texts of their fields, in the contract's order, for an export: PostgreSQL writes
+ * each value as the wire shows it and src/csv.ts passes the bytes on (quoting the texts that need
+ * it), without this process reading a row. Numbers are the texts JavaScript writes of them: an
+ * integer as it is, a `decimal` (a numeric) without the zeros its scale adds (4.50 is 4.5, 12.0 is
+ * 12); it never holds more than the one decimal of the contract, so JavaScript's exponent form
+ * (beyond 1e21, below 1e-6) never applies. Null stays null: an empty cell.
+ */
+export function textFieldsOf(
+  definition: Pick<ResourceDefinition, 'columns' | 'columnTypes'>,
+  rows: RowsQuery,
+): RawBuilder<Record<string, string | null>> {
+  const fields = definition.columns.map((column) => {
+    const value = sql.ref(`r.${column}`);
+    return definition.columnTypes[column] === 'decimal'
+      ? sql`trim_scale(${value}::numeric)::text as ${sql.id(column)}`
+      : sql`${value}::text as ${sql.id(column)}`;
+  });
+  return sql<Record<string, string | null>>`select ${sql.join(fields)} from (${rows}) as r`;
+}

@@ -1,0 +1,44 @@
+import Papa from 'papaparse';
+import type { DB } from '../../db/connection';
+import type { ResourceDefinition, ResourceFilter } from '../../db/resources/definition';
+import { streamRowChunks } from '../../db/resources/list';
+
+/*
+ * The CSV as the server wrote it before PostgreSQL's COPY gave it the bytes (issue 17), kept as the
+ * oracle of tests/resources.rendering.test.ts: rows read as objects through a cursor, written by
+ * the cell rules src/csv.ts applied to row objects (verbatim).
+ */
+
+const formulaStart = /^[=+\-@\t\r]/;
+const needsQuotes = /[\r\n",\uFEFF]|^ | $/;
+
+function cell(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? '' : value.toISOString();
+  const text = String(value);
+  if (formulaStart.test(text)) return `"'${text.replace(/"/g, '""')}"`;
+  return needsQuotes.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+function unparse(columns: readonly string[], rows: readonly Record<string, unknown>[]): string {
+  let out = '';
+  for (const row of rows) {
+    let line = cell(row[columns[0]!]);
+    for (let i = 1; i < columns.length; i += 1) line += ',' + cell(row[columns[i]!]);
+    out += line + '\r\n';
+  }
+  return out;
+}
+
+/** The CSV file of the rows, as the server sent it before. */
+export function oracleCsv(columns: readonly string[], rows: readonly Record<string, unknown>[]): Buffer {
+  return Buffer.from(Papa.BYTE_ORDER_MARK + columns.map(cell).join(',') + '\r\n' + unparse(columns, rows));
+}
+
+/** Every row of an export (up to the cap), read as objects through a cursor: the rows the server wrote before. */
+export async function oracleExportRows(db: DB, definition: ResourceDefinition, filter: ResourceFilter, cap: number | null) {
+  const rows: Record<string, unknown>[] = [];
+  for await (const chunk of streamRowChunks(db, definition.select(db, filter), cap)) rows.push(...chunk);
+  return rows;
+}
