@@ -336,7 +336,7 @@ describe('a CSV export over HTTP', () => {
   const large = useTestApp({ rateLimitPerMinute: 100_000 });
   let readKey: string;
   beforeAll(async () => {
-    readKey = (await seededOrganisation(large.db, { name: 'Formations Export', learners: 1500, seed: 5 })).readKey;
+    readKey = (await seededOrganisation(large.db, { name: 'Formations Export', learners: 4000, seed: 5 })).readKey;
   }, 180_000);
 
   const copyBackends = async () =>
