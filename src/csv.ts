@@ -1,5 +1,6 @@
 import { pipeline, Readable, Transform, type TransformCallback } from 'node:stream';
 import type { ColumnType } from '../db/resources/definition';
+import { copyRowsStart } from './binary-copy';
 
 /*
  * The CSV the API sends: UTF-8 with BOM, comma-separated, CRLF line ends, a header row of the JSON
@@ -128,11 +129,6 @@ export function csvStream(columns: readonly string[], chunks: AsyncIterable<read
   return Readable.from(bytes(), { objectMode: false });
 }
 
-// PostgreSQL's binary COPY: a signature, flags and a header extension; then each row as its number
-// of fields (int16) and each field as its length (int32, -1 for null) and its bytes; -1 at the end.
-const copySignature = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
-const copyHeaderLength = copySignature.length + 8;
-
 // Lines leave in pieces of about this size: PostgreSQL's output comes in pieces of 8 KB when the
 // export keeps up with it, and each piece that leaves costs a write to the client.
 const piece = 64 * 1024;
@@ -183,17 +179,12 @@ class CopyToCsv extends Transform {
   #lines(input: Buffer): void {
     let at = 0;
     if (!this.#headerRead) {
-      if (input.length < copyHeaderLength) {
+      const rowsStart = copyRowsStart(input);
+      if (rowsStart === null) {
         this.#pending = input;
         return;
       }
-      if (!input.subarray(0, copySignature.length).equals(copySignature)) throw new Error('not a binary COPY output');
-      const extension = input.readUInt32BE(copySignature.length + 4);
-      if (input.length < copyHeaderLength + extension) {
-        this.#pending = input;
-        return;
-      }
-      at = copyHeaderLength + extension;
+      at = rowsStart;
       this.#headerRead = true;
     }
     // A field of n bytes (after its 4-byte length) becomes at most 2n + 4 bytes (comma, quotes,

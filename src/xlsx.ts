@@ -3,6 +3,7 @@ import { Readable, type TransformOptions } from 'node:stream';
 import zlib from 'node:zlib';
 import { type AsyncFlateStreamHandler, Zip, type ZipInputFile } from 'fflate';
 import type { ColumnType } from '../db/resources/definition';
+import { copyRowsStart } from './binary-copy';
 
 /*
  * The xlsx workbook the API sends, written as SpreadsheetML bytes straight from the UTF-8 bytes of
@@ -86,11 +87,6 @@ async function* batchesOfObjects(
   for await (const rows of chunks) yield batchOfObjects(rows, columns);
 }
 
-// PostgreSQL's binary COPY: a signature, flags and a header extension; then each row as its number
-// of fields (int16) and each field as its length (int32, -1 for null) and its bytes; -1 at the end.
-const copySignature = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
-const copyHeaderLength = copySignature.length + 8;
-
 /**
  * The rows of PostgreSQL's binary COPY of text fields (db/resources/rendering.ts textFieldsOf), a
  * batch for each piece of output that holds whole rows: a row cut between two pieces waits for the
@@ -105,12 +101,12 @@ async function* batchesOfCopy(copy: Readable, fieldsPerRow: number): AsyncGenera
     pending = null;
     let at = 0;
     if (!headerRead) {
-      if (input.length < copyHeaderLength || input.length < copyHeaderLength + input.readUInt32BE(copySignature.length + 4)) {
+      const rowsStart = copyRowsStart(input);
+      if (rowsStart === null) {
         pending = input;
         continue;
       }
-      if (!input.subarray(0, copySignature.length).equals(copySignature)) throw new Error('not a binary COPY output');
-      at = copyHeaderLength + input.readUInt32BE(copySignature.length + 4);
+      at = rowsStart;
       headerRead = true;
     }
     // Each field takes at least its 4-byte length: the input bounds the number of rows.
