@@ -5,6 +5,7 @@ import { openDatabase } from './database';
 import { type DemoKeys, seedDemoOnFirstStart } from './demo';
 import { countWebhookAttempts, createMetrics, type Metrics } from './metrics';
 import type { RenderPool } from './pdf/render-pool';
+import type { StartPhases } from './start-phases';
 import { startWebhookDelivery } from './webhooks/worker';
 
 /** What the HTTP application uses (src/app.ts), passed in so that nothing of it is module-global. */
@@ -38,31 +39,39 @@ interface Logger {
  * rate-limit counters. The PDF render pool is handed in, already warming up (the server starts it
  * first, src/server.ts), and closed here with the rest.
  */
-export async function openServerContext(config: Config, renderPool: RenderPool): Promise<ServerContext> {
+export async function openServerContext(
+  config: Config,
+  renderPool: RenderPool,
+  startPhases: Pick<StartPhases, 'track'>,
+): Promise<ServerContext> {
   let log: Logger | null = null;
   let closing = false;
   const database = await openDatabase(config, {
     poolSize: 20,
     serving: true,
+    startPhases,
     // While stopping, the database closing our connections is expected (Ctrl-C reaches both).
     onConnectionLost: (error) => {
       if (!closing) log?.warn({ err: { message: error.message } }, 'connexion inactive à la base perdue : elle sera rouverte');
     },
   });
-  const demo = await seedDemoOnFirstStart(database.db, config);
+  const demo = await startPhases.track('la création de l’organisation de démonstration', seedDemoOnFirstStart(database.db, config));
   const metrics = createMetrics(database.db);
   const forwardingLog: Logger = {
     debug: (object, message) => log?.debug(object, message),
     info: (object, message) => log?.info(object, message),
     warn: (object, message) => log?.warn(object, message),
   };
-  const webhooks = await startWebhookDelivery({
-    connectionString: database.connectionString,
-    db: database.db,
-    config,
-    log: forwardingLog,
-    onAttempts: countWebhookAttempts(metrics),
-  });
+  const webhooks = await startPhases.track(
+    'le démarrage de l’envoi des webhooks (pg-boss)',
+    startWebhookDelivery({
+      connectionString: database.connectionString,
+      db: database.db,
+      config,
+      log: forwardingLog,
+      onAttempts: countWebhookAttempts(metrics),
+    }),
+  );
   const sweeper = setInterval(() => {
     deleteIdleBuckets(database.db, config.rateLimitWindowSeconds).catch((error) =>
       log?.warn({ err: { message: error.message } }, 'nettoyage des compteurs de débit'),

@@ -5,6 +5,7 @@ import { migrateToLatest } from '../db/migrate';
 import type { Config } from './config';
 import { isDatabaseUnavailable } from './database-faults';
 import { serverUrlFor, startEmbeddedPostgres } from './embedded-postgres';
+import type { StartPhases } from './start-phases';
 
 /** The database the server and the operator commands use, in the embedded cluster. */
 export const applicationDatabaseName = 'partner_api';
@@ -48,24 +49,34 @@ function unreachableDatabase(connectionString: string, error: unknown): Error {
 
 /**
  * The database named by DATABASE_URL, or the project's own embedded PostgreSQL (data under
- * DATA_DIR), migrated to the latest schema (without time limits: a migration may rewrite large
- * tables). `serving` gives the pool the time limits of a server answering requests, and keeps the
+ * DATA_DIR), migrated to the latest schema (within DB_CONNECT_TIMEOUT_MS to connect, but without a
+ * statement time limit: a migration may rewrite large tables). `serving` gives the pool the time limits of a server answering requests, and keeps the
  * embedded PostgreSQL out of the terminal's Ctrl-C: a server stops it itself, after its requests
  * and its webhook worker (an operator command, which has no stop of its own, leaves it in the
  * terminal's process group, so that Ctrl-C ends both).
  */
 export async function openDatabase(
   config: Config,
-  options: { poolSize?: number; serving?: boolean; onConnectionLost?: (error: Error) => void } = {},
+  options: {
+    poolSize?: number;
+    serving?: boolean;
+    onConnectionLost?: (error: Error) => void;
+    /** A server's start names its steps (src/start-phases.ts); an operator command's does not. */
+    startPhases?: Pick<StartPhases, 'track'>;
+  } = {},
 ): Promise<OpenedDatabase> {
+  const track = options.startPhases?.track ?? (<T>(_name: string, step: Promise<T>) => step);
   let connectionString = config.databaseUrl;
   let stopEmbedded = async (): Promise<void> => {};
   if (connectionString === null) {
-    const embedded = await startEmbeddedPostgres({
-      databaseDir: path.join(config.dataDir, 'postgres'),
-      port: config.embeddedPostgresPort,
-      detached: options.serving ?? false,
-    });
+    const embedded = await track(
+      `le démarrage du PostgreSQL du projet (${path.join(config.dataDir, 'postgres')})`,
+      startEmbeddedPostgres({
+        databaseDir: path.join(config.dataDir, 'postgres'),
+        port: config.embeddedPostgresPort,
+        detached: options.serving ?? false,
+      }),
+    );
     stopEmbedded = embedded.stop;
     connectionString = serverUrlFor(config.embeddedPostgresPort, applicationDatabaseName);
     try {
@@ -75,9 +86,11 @@ export async function openDatabase(
       throw error;
     }
   }
-  const migrating = createDb(connectionString, { poolSize: 1 });
+  // A connection time limit, but no statement one: a migration may rewrite a large table, or wait
+  // for another instance's migration to finish.
+  const migrating = createDb(connectionString, { poolSize: 1, connectTimeoutMs: config.databaseConnectTimeoutMs });
   try {
-    await migrateToLatest(migrating).finally(() => migrating.destroy());
+    await track('la migration du schéma de la base', migrateToLatest(migrating)).finally(() => migrating.destroy());
   } catch (error) {
     await stopEmbedded();
     const { code } = error as { code?: string };

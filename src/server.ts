@@ -5,6 +5,7 @@ import { type Config, loadConfig } from './config';
 import type { ServerContext } from './context';
 import { isDatabaseUnavailable } from './database-faults';
 import { createRenderPool, type RenderPoolWarmUp } from './pdf/render-pool';
+import { watchStartPhases } from './start-phases';
 
 /**
  * Stops accepting connections, lets the requests in flight finish, closes keep-alive connections
@@ -104,21 +105,28 @@ async function main(): Promise<void> {
   // nothing else: it starts first, and runs in their threads while this one loads the rest of the
   // server (hence the imports below, not at the top of the file), opens the database and builds
   // the app. The server listens only once it is done: no partner's first report pays for it.
+  // A start that lasts says on stderr what it still waits for, until it is ready (a failed start
+  // exits, below main, and its reports end with it).
+  const startPhases = watchStartPhases();
   const renderPool = createRenderPool();
-  const renderPoolWarmedUp = renderPool.warmUp();
+  const renderPoolWarmedUp = startPhases.track('le préchauffage du rendu des PDF', renderPool.warmUp());
   // Awaited once the rest is ready; a failure before then must not count as unhandled.
   renderPoolWarmedUp.catch(() => undefined);
-  const [{ openServerContext }, { apiPrefix, buildApp }] = await Promise.all([import('./context'), import('./app')]);
-  const context = await openServerContext(config, renderPool);
+  const [{ openServerContext }, { apiPrefix, buildApp }] = await startPhases.track(
+    'le chargement du serveur',
+    Promise.all([import('./context'), import('./app')]),
+  );
+  const context = await openServerContext(config, renderPool, startPhases);
   let app: FastifyInstance;
   let renderPoolWarmUp: RenderPoolWarmUp;
   try {
-    app = await buildApp(context, { docsLearnerEmail: await demoLearnerEmail(context) });
+    app = await startPhases.track('la construction de l’API', buildApp(context, { docsLearnerEmail: await demoLearnerEmail(context) }));
     renderPoolWarmUp = await renderPoolWarmedUp;
   } catch (error) {
     await context.close(1_000);
     throw error;
   }
+  startPhases.done();
   context.useLogger(app.log);
   const workers = renderPoolWarmUp.workers.length;
   app.log.info(

@@ -4,16 +4,15 @@ import { takeAtomicPickingTurn } from '../db/enrolment';
 import { learnerEmails, licenceInvariants } from './enrolment.helpers';
 import { addLicences, createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
-import { type ServerProcess, startServerProcess } from './support/server-process';
+import { type ServerProcess, startServerProcesses } from './support/server-process';
 
 // Real parallel HTTP requests, spread over two server processes on one database: whatever keeps
 // licences honest must hold across processes, so it can only be the database.
 const database = useTestDatabase();
-let servers: ServerProcess[];
+let servers: ServerProcess[] = [];
 
 beforeAll(async () => {
-  const environment = { RATE_LIMIT_PER_MINUTE: '1000000' };
-  servers = await Promise.all([startServerProcess(database.url, environment), startServerProcess(database.url, environment)]);
+  servers = await startServerProcesses(2, database.url, { RATE_LIMIT_PER_MINUTE: '1000000' });
 }, 60_000);
 afterAll(async () => {
   await Promise.all(servers.map((server) => server.stop()));

@@ -1,8 +1,10 @@
 import { cp, mkdir, mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultRenderWorkers } from '../src/pdf/render-pool';
+import { startReportIntervalMs, startReportPrefix } from '../src/start-phases';
 import { addLearner, createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
 import { freePort } from './support/ports';
@@ -10,7 +12,8 @@ import { projectRoot, renderThreadsOf, runToExit, type ServerProcess, startServe
 
 // No cold first report: a server says it is ready (listening, /readyz 200, the "prête" line) only
 // once every PDF render worker has loaded pdfmake and the fonts and rendered its warm-up reports,
-// which it logs; and a worker that cannot stops the start with one French line.
+// which it logs; a worker that cannot stops the start with one French line; and a start that
+// lasts says on what it waits.
 
 const database = useTestDatabase();
 
@@ -25,6 +28,19 @@ function warmUpLogLine(output: string): { time: number; renderWorkers: { ms: num
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** When `condition` first held, polled every 50 ms (throws past `timeoutMs`). */
+async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`still not true after ${timeoutMs} ms`);
+    await sleep(50);
+  }
+  return Date.now();
+}
+
+/** The advisory lock Kysely's migrator holds while it migrates (kysely's dialect/postgres/postgres-adapter). */
+const kyselyMigrationLockId = '3853314791062309107';
 
 describe('readiness waits for the PDF render workers', () => {
   let org: Awaited<ReturnType<typeof createOrgWithKeys>>;
@@ -127,10 +143,51 @@ describe('a render worker that cannot render its warm-up report', () => {
 
     expect(finished.code, finished.stderr + finished.stdout).toBe(1);
     expect(finished.stdout).not.toContain('API partenaires prête');
-    const lines = finished.stderr.split('\n').filter((line) => line.trim() !== '');
+    // A start slowed down by a busy machine may also have said what it was waiting for.
+    const lines = finished.stderr.split('\n').filter((line) => line.trim() !== '' && !line.startsWith(startReportPrefix));
     expect(lines, finished.stderr).toEqual([
       'Démarrage impossible : le rendu des rapports PDF ne démarre pas : un fil de rendu a échoué sur son rapport d’essai ' +
         `(« ENOENT: no such file or directory, open '${boldFont}' »). Pour y remédier : réinstallez les dépendances (npm ci), puis relancez.`,
     ]);
+  });
+});
+
+describe('a start that waits', () => {
+  it('says every 10 s what it still waits for (here a migration held by another instance), then starts once it may', {
+    timeout: 120_000,
+  }, async () => {
+    // Another instance migrating: it holds Kysely's migration lock (a session advisory lock).
+    const otherInstance = new pg.Client({ connectionString: database.url });
+    await otherInstance.connect();
+    await otherInstance.query(`select pg_advisory_lock(${kyselyMigrationLockId})`);
+    let server: ServerProcess | undefined;
+    try {
+      const starting = startServerProcess(database.url, { LOG_LEVEL: 'warn' });
+      starting.catch(() => undefined);
+      // Held until the server waited behind the lock for longer than a report interval.
+      const waitingSince = await until(async () => {
+        const { rows } = await otherInstance.query(
+          `select 1 from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`,
+        );
+        return rows.length > 0;
+      }, 60_000);
+      await sleep(startReportIntervalMs + 1_000 - (Date.now() - waitingSince));
+      await otherInstance.query(`select pg_advisory_unlock(${kyselyMigrationLockId})`);
+      server = await starting;
+
+      const output = server.output();
+      const reportsIn = (text: string) => text.split('\n').filter((line) => line.startsWith(startReportPrefix));
+      const reports = reportsIn(output);
+      expect(reports.length, output).toBeGreaterThanOrEqual(1);
+      expect(reports[0]).toMatch(/^Démarrage toujours en cours après 10 s, en attente de : .*la migration du schéma de la base/);
+      // Said before it was ready, and no more after.
+      expect(output.indexOf(reports.at(-1)!)).toBeLessThan(output.indexOf('API partenaires prête'));
+      await sleep(startReportIntervalMs + 500);
+      expect(reportsIn(server.output())).toEqual(reports);
+      expect((await fetch(server.baseUrl.replace(/\/v1$/, '/readyz'))).status).toBe(200);
+    } finally {
+      await otherInstance.end();
+      await server?.stop();
+    }
   });
 });

@@ -38,6 +38,25 @@ export async function startServerProcess(databaseUrl: string, environment: Recor
 }
 
 /**
+ * `count` server processes on one database, started in parallel; when one fails to start, the
+ * others are stopped before its error is thrown, so that no process outlives the file's tests.
+ */
+export async function startServerProcesses(
+  count: number,
+  databaseUrl: string,
+  environment: Record<string, string> = {},
+): Promise<ServerProcess[]> {
+  const starts = await Promise.allSettled(Array.from({ length: count }, () => startServerProcess(databaseUrl, environment)));
+  const started = starts.flatMap((start) => (start.status === 'fulfilled' ? [start.value] : []));
+  const failure = starts.find((start) => start.status === 'rejected');
+  if (failure) {
+    await Promise.all(started.map((server) => server.stop()));
+    throw failure.reason;
+  }
+  return started;
+}
+
+/**
  * `npm start` itself, as `make run` runs it, with its own settings (the embedded PostgreSQL unless
  * DATABASE_URL is given), in a process group of its own, as a terminal's foreground job:
  * `interrupt()` is Ctrl-C, which the terminal sends to every process of the group (npm, and the
@@ -76,6 +95,8 @@ export async function startNpmStart(
   return { ...(await listening(child)), interrupt };
 }
 
+const listenTimeoutMs = 50_000;
+
 /** Waits for a server child to listen: its base URL from the line `make run` prints. */
 async function listening(child: ChildProcess): Promise<ServerProcess> {
   let output = '';
@@ -86,8 +107,13 @@ async function listening(child: ChildProcess): Promise<ServerProcess> {
     output += chunk;
   });
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    // A start includes the render workers' warm-up (seconds of CPU): generous on a busy machine.
-    const timer = setTimeout(() => reject(new Error(`the server did not start:\n${output}`)), 60_000);
+    // A start includes the render workers' warm-up (seconds of CPU): generous on a busy machine,
+    // yet within the tests' hook timeout (vitest.config.ts), so that this error, with what the
+    // server said (src/start-phases.ts: what it still waited for), is the one reported.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the server did not start within ${listenTimeoutMs / 1000} s; it said:\n${output}`));
+    }, listenTimeoutMs);
     const check = () => {
       const match = /API partenaires prête : (\S+)/.exec(output);
       if (match) {
