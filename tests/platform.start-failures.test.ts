@@ -160,23 +160,32 @@ describe('make run when the embedded PostgreSQL cannot start', () => {
     expect(line).not.toContain('secret');
   }, 60_000);
 
-  it('gives up within DB_CONNECT_TIMEOUT_MS on a DATABASE_URL that accepts connections and never answers', async () => {
-    // A firewall or a proxy in front of a PostgreSQL that is gone: the connection opens, nothing comes back.
-    const port = await holdPort();
-    const started = Date.now();
+  it.each([
+    { who: 'make run', command: { start: true } as const, prefix: 'Démarrage impossible : ' },
+    { who: 'an operator command', command: { admin: ['org', 'list'] }, prefix: 'Erreur : ' },
+  ])(
+    '$who gives up within DB_CONNECT_TIMEOUT_MS on a DATABASE_URL that accepts connections and never answers',
+    async ({ command, prefix }) => {
+      // A firewall or a proxy in front of a PostgreSQL that is gone: the connection opens, nothing comes back.
+      const port = await holdPort();
+      const started = Date.now();
 
-    const line = theOneLine(
-      await runToExit(
-        { start: true },
-        { DATABASE_URL: `postgres://partner:secret@127.0.0.1:${port}/partner`, DB_CONNECT_TIMEOUT_MS: '2000', PORT: '0', DEMO: '0' },
-      ),
-      'Démarrage impossible : ',
-    );
+      const line = theOneLine(
+        await runToExit(command, {
+          DATABASE_URL: `postgres://partner:secret@127.0.0.1:${port}/partner`,
+          DB_CONNECT_TIMEOUT_MS: '2000',
+          PORT: '0',
+          DEMO: '0',
+        }),
+        prefix,
+      );
 
-    expect(line).toContain(`la base DATABASE_URL (postgres://partner:***@127.0.0.1:${port}/partner) ne répond pas`);
-    expect(line).toContain('connection timeout');
-    expect(Date.now() - started).toBeLessThan(2_000 + 8_000);
-  }, 60_000);
+      expect(line).toContain(`la base DATABASE_URL (postgres://partner:***@127.0.0.1:${port}/partner) ne répond pas`);
+      expect(line).toContain('connection timeout');
+      expect(Date.now() - started).toBeLessThan(2_000 + 8_000);
+    },
+    60_000,
+  );
 });
 
 describe('operator commands when the embedded PostgreSQL cannot start', () => {
