@@ -69,10 +69,11 @@ export async function openDatabase(
   let connectionString = config.databaseUrl;
   let stopEmbedded = async (): Promise<void> => {};
   if (connectionString === null) {
+    const databaseDir = path.join(config.dataDir, 'postgres');
     const embedded = await track(
-      `le démarrage du PostgreSQL du projet (${path.join(config.dataDir, 'postgres')})`,
+      `le démarrage du PostgreSQL du projet (${databaseDir})`,
       startEmbeddedPostgres({
-        databaseDir: path.join(config.dataDir, 'postgres'),
+        databaseDir,
         port: config.embeddedPostgresPort,
         detached: options.serving ?? false,
       }),

@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { admin, adminText } from './support/admin';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
-import { projectRoot } from './support/server-process';
+import { runAdminIntoSlowPipe } from './support/server-process';
 
 const database = useTestDatabase();
 
@@ -113,23 +112,7 @@ describe('operator commands without --json', () => {
   it('write a whole table into a pipe read slowly, well beyond 64 KiB', async () => {
     const { orgId } = await createOrgWithKeys(database.db, { name: 'Beaucoup de clés' });
     for (let i = 0; i < 600; i += 1) await createKey(database.db, orgId, ['read']);
-    const child = spawn('bash', ['-c', `set -o pipefail; npm run --silent admin -- key list --org ${orgId} | (sleep 1; cat)`], {
-      cwd: projectRoot,
-      env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const chunks: Buffer[] = [];
-    const read = new Promise<void>((resolve) => {
-      child.stdout.on('data', (chunk: Buffer) => {
-        chunks.push(chunk);
-        child.stdout.pause();
-        setTimeout(() => child.stdout.resume(), 20);
-      });
-      child.stdout.on('end', resolve);
-    });
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    await read;
-    const output = Buffer.concat(chunks).toString('utf8');
+    const { code, output } = await runAdminIntoSlowPipe(`key list --org ${orgId}`, database.url);
     expect(Buffer.byteLength(output)).toBeGreaterThan(64 * 1024);
     const lines = output.trimEnd().split('\n');
     expect(lines[0]).toBe('Clés de « Beaucoup de clés » : 602 clés, dont 602 actives (dates et heures de Paris).');

@@ -17,7 +17,7 @@ import { addLearner, createKey, createOrgWithKeys } from './support/factories';
 import { seededOrganisation } from './support/learning-factories';
 import { useTestDatabase } from './support/lifecycle';
 import { freePort } from './support/ports';
-import { projectRoot, type ServerProcess, startServerProcess } from './support/server-process';
+import { runAdminIntoSlowPipe, type ServerProcess, startServerProcess } from './support/server-process';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 import { startWebhookReceiver } from './support/webhook-receiver';
 
@@ -410,25 +410,7 @@ describe('operator commands', () => {
   it('write their whole output into a pipe read slowly, well beyond 64 KiB, and exit 0', async () => {
     const { orgId } = await createOrgWithKeys(database.db);
     for (let i = 0; i < 700; i += 1) await createKey(database.db, orgId, ['read']);
-    // As the README runs it, into a pipe whose reader starts late (jq on a busy machine).
-    const child = spawn('bash', ['-c', `set -o pipefail; npm run --silent admin -- key list --org ${orgId} --json | (sleep 1; cat)`], {
-      cwd: projectRoot,
-      env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    // A reader that does not keep up: each chunk read, then a pause before the next.
-    const chunks: Buffer[] = [];
-    const read = new Promise<void>((resolve) => {
-      child.stdout.on('data', (chunk: Buffer) => {
-        chunks.push(chunk);
-        child.stdout.pause();
-        setTimeout(() => child.stdout.resume(), 20);
-      });
-      child.stdout.on('end', resolve);
-    });
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    await read;
-    const output = Buffer.concat(chunks).toString('utf8');
+    const { code, output } = await runAdminIntoSlowPipe(`key list --org ${orgId} --json`, database.url);
     expect(output.length).toBeGreaterThan(64 * 1024);
     expect(JSON.parse(output).keys).toHaveLength(702);
     expect(code).toBe(0);

@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DB } from '../db/connection';
 import { createEndpoint, type EventData, recordEvent } from '../db/webhooks';
@@ -10,7 +9,7 @@ import { applicationDatabaseName } from '../src/database';
 import { serverUrlFor, startEmbeddedPostgres } from '../src/embedded-postgres';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { createOrgWithKeys } from './support/factories';
-import { freePort } from './support/ports';
+import { freePort, postgresAnswersOn } from './support/ports';
 import { spawnNpmStart, startNpmStart } from './support/server-process';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
@@ -21,18 +20,6 @@ import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-re
 // be recorded. The server now keeps PostgreSQL out of that group and stops it itself, last.
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function postgresAnswers(port: number): Promise<boolean> {
-  const client = new pg.Client({ connectionString: serverUrlFor(port), connectionTimeoutMillis: 1000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
 
 /** npm's own warnings about this machine's npm configuration (~/.npmrc), which the project does not choose. */
 const machineNpmWarning = /^npm warn Unknown (user|global|project|env|builtin) config /;
@@ -118,15 +105,15 @@ describe('Ctrl-C in make run (npm start with the embedded PostgreSQL)', () => {
     const server = spawnNpmStart({ DATABASE_URL: undefined, DATA_DIR: startingDir, EMBEDDED_PG_PORT: String(port), DEMO: '1' });
     try {
       const deadline = Date.now() + 60_000;
-      while (!(await postgresAnswers(port)) && Date.now() < deadline) await sleep(100);
+      while (!(await postgresAnswersOn(port)) && Date.now() < deadline) await sleep(100);
       expect(server.output()).not.toContain('API partenaires prête');
 
       await server.interrupt();
 
       expect(server.output()).toContain('SIGINT reçu pendant le démarrage : arrêt');
       const stoppedBy = Date.now() + 10_000;
-      while ((await postgresAnswers(port)) && Date.now() < stoppedBy) await sleep(100);
-      expect(await postgresAnswers(port)).toBe(false);
+      while ((await postgresAnswersOn(port)) && Date.now() < stoppedBy) await sleep(100);
+      expect(await postgresAnswersOn(port)).toBe(false);
     } finally {
       await server.interrupt();
       await rm(startingDir, { recursive: true, force: true });

@@ -2,11 +2,10 @@ import { chmod, cp, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node
 import { createServer, type Server, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { serverUrlFor, startEmbeddedPostgres } from '../src/embedded-postgres';
+import { startEmbeddedPostgres } from '../src/embedded-postgres';
 import { startReportPrefix } from '../src/start-phases';
-import { freePort } from './support/ports';
+import { freePort, postgresAnswersOn } from './support/ports';
 import { type FinishedProcess, projectRoot, runToExit } from './support/server-process';
 
 // What `make run` and the operator commands say when the embedded PostgreSQL (or the server's own
@@ -71,18 +70,6 @@ function theOneLine(finished: FinishedProcess, prefix: string): string {
   return line;
 }
 
-async function answersOn(port: number): Promise<boolean> {
-  const client = new pg.Client({ connectionString: serverUrlFor(port), connectionTimeoutMillis: 1000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
 describe('make run when the embedded PostgreSQL cannot start', () => {
   it.skipIf(!isRoot)(
     'names the mode-700 folder that keeps the postgres user from a project cloned inside it (root cloning into its home)',
@@ -145,7 +132,7 @@ describe('make run when the embedded PostgreSQL cannot start', () => {
 
     expect(line).toContain(`le port ${port} (PORT) est déjà pris sur 127.0.0.1`);
     expect(line).toContain(`PORT=${port + 1} make run`);
-    expect(await answersOn(postgresPort)).toBe(false);
+    expect(await postgresAnswersOn(postgresPort)).toBe(false);
   }, 120_000);
 
   it('says which database DATABASE_URL names when it does not answer, its password hidden', async () => {
@@ -251,6 +238,6 @@ describe('operator commands when the embedded PostgreSQL cannot start', () => {
   it('works again once the cause is gone', async () => {
     const finished = await runToExit({ admin: ['migrate', '--json'] }, embedded(dataDir, port));
     expect(finished.code, finished.stderr).toBe(0);
-    expect(await answersOn(port)).toBe(false);
+    expect(await postgresAnswersOn(port)).toBe(false);
   }, 60_000);
 });

@@ -1,4 +1,6 @@
 import { createServer } from 'node:net';
+import pg from 'pg';
+import { serverUrlFor } from '../../src/embedded-postgres';
 
 /** A port free on the loopback right now. */
 export async function freePort(): Promise<number> {
@@ -10,4 +12,17 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** Whether a PostgreSQL accepts a connection on this loopback port (within a second). */
+export async function postgresAnswersOn(port: number): Promise<boolean> {
+  const client = new pg.Client({ connectionString: serverUrlFor(port), connectionTimeoutMillis: 1000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }

@@ -180,6 +180,31 @@ export function runToExit(
   });
 }
 
+/**
+ * An operator command run as the README runs it, `npm run --silent admin -- …`, into a pipe whose
+ * reader starts late (`| (sleep 1; cat)`, jq on a busy machine) and then does not keep up (a pause
+ * after each chunk): what it wrote, whole, and its exit code.
+ */
+export async function runAdminIntoSlowPipe(adminArguments: string, databaseUrl: string): Promise<{ code: number | null; output: string }> {
+  const child = spawn('bash', ['-c', `set -o pipefail; npm run --silent admin -- ${adminArguments} | (sleep 1; cat)`], {
+    cwd: projectRoot,
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const chunks: Buffer[] = [];
+  const read = new Promise<void>((resolve) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      child.stdout.pause();
+      setTimeout(() => child.stdout.resume(), 20);
+    });
+    child.stdout.on('end', resolve);
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  await read;
+  return { code, output: Buffer.concat(chunks).toString('utf8') };
+}
+
 /** A thread's nice value (Linux), or null once it has ended. */
 export function niceOf(pid: number, thread: string): number | null {
   try {
