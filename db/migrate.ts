@@ -1,25 +1,38 @@
-import { readdir } from 'node:fs/promises';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type Kysely, type Migration, type MigrationProvider, Migrator } from 'kysely';
+import * as m20261122T0000_platform from './migrations/20261122T0000-platform';
+import * as m20261122T0100_programmes from './migrations/20261122T0100-programmes';
+import * as m20261122T0200_learning from './migrations/20261122T0200-learning';
+import * as m20261122T0300_webhooks from './migrations/20261122T0300-webhooks';
+import * as m20261122T0500_learning_paging from './migrations/20261122T0500-learning-paging';
+import * as m20261122T0600_rate_limit_unlogged from './migrations/20261122T0600-rate-limit-unlogged';
+import * as m20261122T0700_progress_counts from './migrations/20261122T0700-progress-counts';
+import * as m20261124T0000_year_slices from './migrations/20261124T0000-year-slices';
+import * as m20261124T0100_rate_limit_sliding_window from './migrations/20261124T0100-rate-limit-sliding-window';
+import * as m20261125T0000_rate_limit_running_total from './migrations/20261125T0000-rate-limit-running-total';
 
-const migrationsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
-
-/** Every file of db/migrations, by name; names sort in the order they must run. */
-const folderMigrations: MigrationProvider = {
-  async getMigrations() {
-    const migrations: Record<string, Migration> = {};
-    for (const file of (await readdir(migrationsDir)).sort()) {
-      if (!/\.ts$/.test(file) || file.endsWith('.d.ts')) continue;
-      migrations[file.replace(/\.ts$/, '')] = await import(path.join(migrationsDir, file));
-    }
-    return migrations;
-  },
+/**
+ * Every migration, by name; names sort in the order they run. A static list rather than a read of
+ * the folder, so that the server bundle (scripts/build.ts) carries them: a new file of
+ * db/migrations goes here too, which tests/platform.migrations.test.ts checks.
+ */
+export const migrations: Record<string, Migration> = {
+  '20261122T0000-platform': m20261122T0000_platform,
+  '20261122T0100-programmes': m20261122T0100_programmes,
+  '20261122T0200-learning': m20261122T0200_learning,
+  '20261122T0300-webhooks': m20261122T0300_webhooks,
+  '20261122T0500-learning-paging': m20261122T0500_learning_paging,
+  '20261122T0600-rate-limit-unlogged': m20261122T0600_rate_limit_unlogged,
+  '20261122T0700-progress-counts': m20261122T0700_progress_counts,
+  '20261124T0000-year-slices': m20261124T0000_year_slices,
+  '20261124T0100-rate-limit-sliding-window': m20261124T0100_rate_limit_sliding_window,
+  '20261125T0000-rate-limit-running-total': m20261125T0000_rate_limit_running_total,
 };
+
+const listedMigrations: MigrationProvider = { getMigrations: async () => migrations };
 
 /** Brings the schema to the latest migration; concurrent callers are serialised by Kysely's lock. */
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: folderMigrations });
+  const migrator = new Migrator({ db, provider: listedMigrations });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

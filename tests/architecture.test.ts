@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { migrations } from '../db/migrate';
 import { projectRoot } from './support/server-process';
 
 // Imports point one way: codegen <- db <- src <- handlers / scripts <- tests. A folder may import
@@ -67,5 +68,18 @@ describe('the architecture', () => {
     ['examples/webhook-receiver.ts', 'src/webhooks/verify', false],
   ])('judges %s -> %s (breaks the rule: %s)', (from, target, breaks) => {
     expect(breaksTheRule(from, target)).toBe(breaks);
+  });
+});
+
+describe('the migrations', () => {
+  // db/migrate.ts lists them (the server bundle carries no folder to read): a file left out of the
+  // list would never run.
+  it('lists every file of db/migrations, under its own name, in the order the names sort', async () => {
+    const files = readdirSync(path.join(projectRoot, 'db', 'migrations'))
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => name.replace(/\.ts$/, ''))
+      .sort();
+    expect(Object.keys(migrations)).toEqual(files);
+    for (const name of files) expect(migrations[name], name).toBe(await import(`../db/migrations/${name}.ts`));
   });
 });
