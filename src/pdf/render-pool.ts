@@ -56,7 +56,13 @@ interface Slot {
 
 type WorkerWarmUp = RenderPoolWarmUp['workers'][number];
 
-const loaderUrl = new URL('./render-worker-loader.mjs', import.meta.url);
+/**
+ * The worker's entry. Run from the TypeScript sources (tsx: tests, scripts), a worker thread needs
+ * tsx registered in it first; the server's bundle (scripts/build.mjs) has its compiled worker beside it.
+ */
+const workerUrl = import.meta.url.endsWith('.ts')
+  ? new URL('./render-worker-loader.mjs', import.meta.url)
+  : new URL('./render-worker.mjs', import.meta.url);
 
 /** One core stays for the event loop and PostgreSQL; at least one worker, at most four. */
 export function defaultRenderWorkers(cores = availableParallelism()): number {
@@ -86,7 +92,7 @@ export function createRenderPool(size = defaultRenderWorkers()): RenderPool {
     });
     // Nobody may be waiting (a worker a job started, a pool closed): its failure is not unhandled.
     warmedUp.catch(() => undefined);
-    const worker = new Worker(loaderUrl, { workerData: { warmUp } satisfies RenderWorkerData });
+    const worker = new Worker(workerUrl, { workerData: { warmUp } satisfies RenderWorkerData });
     const slot: Slot = { worker, job: null, warm: !warmUp, warmedUp, settleWarmUp };
     if (slot.warm) settleWarmUp.resolve({ ms: 0, pdfBytes: 0 });
     slot.worker.on('message', (message: RenderWorkerMessage) => {

@@ -5,8 +5,13 @@ import { createDb, type DB } from '../../db/connection';
 import { migrateToLatest } from '../../db/migrate';
 import { startPostgresServer } from '../support/postgres-server';
 
+import { buildServer } from '../support/server-process';
+
 export { freePort } from '../support/ports';
 export { startServerProcess } from '../support/server-process';
+
+// The server processes a benchmark starts run the bundle, as `npm start` does: built as it loads.
+buildServer();
 
 export interface BenchDatabase {
   db: DB;

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,13 +12,20 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-// `npm start`'s own command line (its Node flags included, without the shell's `exec`), run
-// without npm in between so that signals reach the server itself.
-const [, ...startArguments] = (
-  JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }
-).scripts.start
-  .replace(/^exec /, '')
+// `npm start` builds the server (`npm run build`: the suite's global setup does it once) and then
+// execs its command line. The tests run that command line, its Node flags included, without npm in
+// between, so that signals reach the server itself.
+const [, ...startArguments] = /&& exec (.+)$/
+  .exec((JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start)![1]!
   .split(' ');
+
+/**
+ * `npm run build`: the bundle that `startServerProcess` runs. Once per run: the suite's global setup
+ * (tests/support/global-build.ts), a benchmark as it loads tests/bench/support.ts.
+ */
+export function buildServer(): void {
+  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: projectRoot, stdio: 'inherit' });
+}
 
 /** The environment of a child: this one's with `environment` on top (an `undefined` there removes a variable). */
 function childEnvironment(environment: Record<string, string | undefined>): NodeJS.ProcessEnv {
