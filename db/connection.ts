@@ -186,12 +186,38 @@ class CopyOutStream extends Readable {
   }
 }
 
+/** The text of `COPY (query) TO STDOUT (FORMAT binary)`, its values written in as literals. */
+export function binaryCopyStatement(query: RawBuilder<unknown>): string {
+  return `copy (${new LiteralsCompiler().compileQuery(query.toOperationNode(), createQueryId()).sql}) to stdout (format binary)`;
+}
+
+function copyHandleOf(db: DB): CopyHandle {
+  const handle = poolsOfHandles.get(db);
+  if (handle === undefined) throw new Error('COPY needs a database handle made by createDb (not a transaction)');
+  return handle;
+}
+
 /** A query's rows as PostgreSQL's binary COPY bytes, streamed (CSV and workbook exports). */
 export async function copyOut(db: DB, query: RawBuilder<unknown>): Promise<Readable> {
-  const handle = poolsOfHandles.get(db);
-  if (handle === undefined) throw new Error('copyOut needs a database handle made by createDb (not a transaction)');
-  const text = new LiteralsCompiler().compileQuery(query.toOperationNode(), createQueryId()).sql;
-  return CopyOutStream.open(handle, `copy (${text}) to stdout (format binary)`);
+  return CopyOutStream.open(copyHandleOf(db), binaryCopyStatement(query));
+}
+
+/**
+ * The whole output of a binary COPY statement (binaryCopyStatement) of few rows (a JSON page), on a
+ * pooled connection and under the time limits of any statement: PostgreSQL's bytes, which this
+ * process neither parses into row objects nor decodes into strings.
+ */
+export async function copyOutWhole(db: DB, statement: string): Promise<Buffer> {
+  const client = (await copyHandleOf(db).pool.connect()) as unknown as PreparingClient & pg.PoolClient;
+  try {
+    const bytes = await client.copyWhole(statement);
+    client.release();
+    return bytes;
+  } catch (error) {
+    // As pg-pool's own query does: a connection whose statement failed is closed, not reused.
+    client.release(error as Error);
+    throw error;
+  }
 }
 
 /** The pool's options as each client receives them; `answer_timeout` is ours, not pg's. */
@@ -264,6 +290,26 @@ class PreparingClient extends pg.Client {
       // Text and values as they come (pg copies a config object on every query).
       if (name === undefined) super.query(text, values, answered);
       else super.query({ name, text, values }, answered);
+    });
+  }
+
+  /** The whole output of a COPY … TO STDOUT, under the same answer time limit as a statement. */
+  copyWhole(statement: string): Promise<Buffer> {
+    if (this.#givenUp) return Promise.reject(new Error('Connection terminated after a query read timeout'));
+    return new Promise((resolve, reject) => {
+      const awaited: AwaitedAnswer = { sentAt: performance.now(), fail: reject };
+      this.#await(awaited);
+      const chunks: Buffer[] = [];
+      const copy = super.query(copyTo(statement));
+      copy.on('data', (chunk: Buffer) => chunks.push(chunk));
+      copy.on('end', () => {
+        this.#answered(awaited);
+        resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+      });
+      copy.on('error', (error: Error) => {
+        this.#answered(awaited);
+        reject(error);
+      });
     });
   }
 

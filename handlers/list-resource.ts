@@ -1,14 +1,27 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { components } from '../codegen/openapi';
 import type { ResourceDefinition } from '../db/resources/definition';
-import { copyResourceRows, countResourceRows, pageResourceRows } from '../db/resources/list';
+import { copyResourcePage, copyResourceRows, countResourceRows } from '../db/resources/list';
 import { csvAttachmentHeaders, csvFromCopy } from '../src/csv';
+import { type JsonRows, jsonRowsFromCopy } from '../src/json-rows';
 import { sheetColumns, xlsxAttachmentHeaders, xlsxFromCopy } from '../src/xlsx';
 import type { HandlerContext, JsonAnswerOf, ListQuery, Meta, OperationHandler, OperationId, QueryOf } from './context';
 import { nextPageLink } from './next-page-link';
 import { buildMeta, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
 
 const defaultLimit = 100;
+const jsonContentType = 'application/json; charset=utf-8';
+const noRows: JsonRows = { json: Buffer.from('[]'), count: 0 };
+const closingBrace = Buffer.from('}');
+
+/**
+ * The envelope's bytes, its rows last: the rows come as JSON from PostgreSQL's bytes (src/json-rows.ts),
+ * and the rest is written as JSON.stringify writes the envelope object, in its keys' order.
+ */
+function withRows(envelope: object, rows: JsonRows): Buffer {
+  const head = JSON.stringify(envelope);
+  return Buffer.concat([Buffer.from(`${head.slice(0, -1)},"data":`), rows.json, closingBrace]);
+}
 
 /** The operations that answer a page of rows: every list resource. */
 export type ListOperationId = {
@@ -84,19 +97,19 @@ export function createListHandler<Id extends ListOperationId>(
 
     const limit = query.limit ?? defaultLimit;
     const offset = query.offset ?? 0;
-    const [counted, data] = await Promise.all([
+    const [counted, page] = await Promise.all([
       countResourceRows(db, resource, filter, cap),
-      pageResourceRows(db, resource, filter, limit, offset, cap),
+      copyResourcePage(db, resource, filter, limit, offset, cap),
     ]);
-    const hasMore = offset + data.length < counted.total;
-    if (hasMore) reply.header('Link', nextPageLink(request, offset + data.length));
-    const envelope: ListEnvelope<Id> = {
+    const rows = page === null ? noRows : jsonRowsFromCopy(resource, page);
+    const hasMore = offset + rows.count < counted.total;
+    if (hasMore) reply.header('Link', nextPageLink(request, offset + rows.count));
+    const envelope: Omit<ListEnvelope<Id>, 'data'> = {
       resource: definition.name,
       meta: buildMeta(request, { year, truncated: counted.truncated, updatedSince, learner, programme: programmeSlug }),
-      pagination: { limit, offset, count: data.length, total: counted.total, has_more: hasMore },
-      data: data as RowOf<Id>[],
+      pagination: { limit, offset, count: rows.count, total: counted.total, has_more: hasMore },
     };
-    return envelope;
+    return reply.type(jsonContentType).send(withRows(envelope, rows));
   };
   // Generic code cannot see through QueryOf<Id> and JsonAnswerOf<Id>; the check above proves both for each list.
   return handler as unknown as OperationHandler<Id>;

@@ -31,10 +31,12 @@ function matches(ifNoneMatch: string, etag: string): boolean {
  * by the rate limit: a 304 saves bandwidth and parsing, not budget.)
  */
 export async function conditionalJson(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
-  if (request.method !== 'GET' || reply.statusCode !== 200 || typeof payload !== 'string') return payload;
+  if (request.method !== 'GET' || reply.statusCode !== 200) return payload;
+  if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
   if (!String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return payload;
-  // Encoded once, here: the hash reads these bytes and the response sends them.
-  const body = Buffer.from(payload);
+  // A page comes as bytes (handlers/list-resource.ts); other answers are encoded once, here: the
+  // hash reads these bytes and the response sends them.
+  const body = typeof payload === 'string' ? Buffer.from(payload) : payload;
   const etag = jsonEtag(body);
   reply.header('ETag', etag);
   const ifNoneMatch = request.headers['if-none-match'];

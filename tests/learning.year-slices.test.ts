@@ -2,10 +2,11 @@ import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { DB } from '../db/connection';
 import type { ResourceDefinition, ResourceFilter } from '../db/resources/definition';
-import { countResourceRows, pageResourceRows } from '../db/resources/list';
+import { countResourceRows } from '../db/resources/list';
 import { countedPeriods, progressResource } from '../db/resources/progress';
 import { seededOrganisation } from './support/learning-factories';
 import { useTestDatabase } from './support/lifecycle';
+import { readResourcePage } from './support/resource-pages';
 
 // The year slices (lesson_progress_years, enrolment_years) and the counts `progress` pages on
 // (lesson_progress_days, lesson_progress_months) are kept by triggers in the transactions that
@@ -165,7 +166,7 @@ describe('progress from the kept counts', () => {
       // Pages cut anywhere, blocks of lessons included, give the same rows in the same order.
       const pages = [];
       for (let offset = 0; offset < expected; offset += 37)
-        pages.push(...(await pageResourceRows(database.db, progress, filter, 37, offset, null)));
+        pages.push(...(await readResourcePage(database.db, progress, filter, 37, offset, null)));
       expect(pages).toEqual(all);
     }
   });

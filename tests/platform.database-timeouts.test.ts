@@ -1,8 +1,9 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { createDb, type DB } from '../db/connection';
+import { binaryCopyStatement, copyOutWhole, createDb, type DB } from '../db/connection';
 import { streamRowChunks } from '../db/resources/list';
 import { useTestDatabase } from './support/lifecycle';
+import { startTcpProxy } from './support/tcp-proxy';
 
 // The database time limits (DB_QUERY_TIMEOUT_MS) bound each answer, not an export's whole life: a
 // CSV export to a slow reader may last minutes, each chunk must come in time.
@@ -59,5 +60,46 @@ describe('an export', () => {
       const { rows } = await sql<{ one: number }>`select 1 as one`.execute(db);
       expect(rows).toEqual([{ one: 1 }]);
     });
+  });
+});
+
+// A JSON page is PostgreSQL's binary COPY of its rows (db/resources/list.ts, copyResourcePage): it
+// is bounded like any statement, by PostgreSQL's statement_timeout and by the answer limit of the
+// process, which gives its connection up when the answer never comes (a partition).
+describe('a page read as a COPY', () => {
+  const sleepy = (seconds: number) => binaryCopyStatement(sql`select pg_sleep(${seconds})::text as slept`);
+
+  it('is cancelled by PostgreSQL at the query time limit, and the connection serves on', async () => {
+    await withLimitedDb(async (db) => {
+      const started = Date.now();
+      await expect(copyOutWhole(db, sleepy(2))).rejects.toThrow(/statement timeout/);
+      expect(Date.now() - started).toBeLessThan(1300);
+      expect((await copyOutWhole(db, sleepy(0))).length).toBeGreaterThan(0);
+    });
+  });
+
+  it('stops waiting at the answer limit when the answer never comes, and its connection is replaced', async () => {
+    const direct = new URL(database.url);
+    const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port) });
+    const throughProxy = new URL(database.url);
+    throughProxy.port = String(proxy.port);
+    const db = createDb(throughProxy.toString(), { poolSize: 1, queryTimeoutMs, onConnectionLost: () => undefined });
+    try {
+      expect((await copyOutWhole(db, sleepy(0))).length).toBeGreaterThan(0);
+      proxy.blackHole();
+      const started = Date.now();
+      await expect(copyOutWhole(db, sleepy(0))).rejects.toThrow(/Query read timeout/);
+      // The answer limit is the query limit and one second: 1.3 s.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1200);
+      expect(Date.now() - started).toBeLessThan(2500);
+      proxy.restore();
+      // The connection caught by the black hole was given up: a new one answers at once.
+      const again = Date.now();
+      expect((await copyOutWhole(db, sleepy(0))).length).toBeGreaterThan(0);
+      expect(Date.now() - again).toBeLessThan(1000);
+    } finally {
+      await db.destroy();
+      await proxy.close();
+    }
   });
 });

@@ -4,13 +4,14 @@ import { describe, expect, it } from 'vitest';
 import { findKeyAndCountRequests } from '../db/api-keys';
 import { createDb, type Database } from '../db/connection';
 import { formatParisDate, formatParisDateTime } from '../db/paris-time';
-import { countResourceRows, pageResourceRows, streamRowChunks } from '../db/resources/list';
+import { countResourceRows, streamRowChunks } from '../db/resources/list';
 import { usersResource } from '../db/resources/users';
 import { hashApiKey } from '../src/api-keys';
 import { jsonEtag } from '../src/conditional-requests';
 import { createRequestCounter } from '../src/request-counter';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
+import { readResourcePage } from './support/resource-pages';
 
 // What every request goes through, made cheap (issue 2's benchmark): each shortcut must keep the
 // answers exactly what the plain way gives.
@@ -103,7 +104,7 @@ describe('compiled statements kept between requests', () => {
     await addLearner(database.db, second.orgId, { email: 'bruno@exemple.fr' });
     const filterOf = (orgId: string) => ({ orgId, year: 2026, updatedSince: null, membershipId: null, programmeId: null });
     const emails = async (orgId: string) =>
-      (await pageResourceRows(database.db, usersResource as never, filterOf(orgId), 100, 0, 1000)).map((row) => row.email);
+      (await readResourcePage(database.db, usersResource, filterOf(orgId), 100, 0, 1000)).map((row) => row.email);
 
     expect(await emails(first.orgId)).toEqual(['alice@exemple.fr']);
     expect(await emails(second.orgId)).toEqual(['bruno@exemple.fr']);

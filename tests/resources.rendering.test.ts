@@ -9,17 +9,19 @@ import { findLearner } from '../db/learners';
 import { findProgrammeId } from '../db/programmes';
 import { resources } from '../db/resources';
 import { type ResourceDefinition, type ResourceFilter, typedColumns } from '../db/resources/definition';
-import { copyResourceRows } from '../db/resources/list';
+import { copyResourcePage, copyResourceRows } from '../db/resources/list';
 import { textFieldsOf } from '../db/resources/rendering';
 import { csvFromCopy } from '../src/csv';
+import { jsonRowsFromCopy } from '../src/json-rows';
 import { bearer } from './support/app';
 import { seededOrganisation } from './support/learning-factories';
 import { useTestApp, useTestAppOn, useTestDatabase } from './support/lifecycle';
 import { oracleCsv, oracleExportRows } from './support/wire-oracle';
 
-// PostgreSQL writes each field of a CSV export (binary COPY) and the server passes the bytes on,
-// quoting and guarding texts as it copies them: the files must be, byte for byte, what the server
-// wrote from row objects before (tests/support/wire-oracle.ts).
+// PostgreSQL writes each field of a CSV export or a JSON page (binary COPY) and the server passes
+// the bytes on, quoting and guarding texts as it copies them into a CSV, escaping them into JSON:
+// the files must be, byte for byte, what the server wrote from row objects before
+// (tests/support/wire-oracle.ts), and the pages what JSON.stringify wrote of the envelope.
 
 const cap = 7;
 const fixture = useTestApp({ rateLimitPerMinute: 100_000 });
@@ -129,6 +131,27 @@ async function expectSameCsv(resource: Resource, query: string, aggregationCap: 
 
 const uncapped = 100_000;
 
+/**
+ * A JSON page as the server answers it, and as JSON.stringify wrote it from the rows pg read (the
+ * oracle): the same envelope, its rows those of the resource's query in that window.
+ */
+async function expectSameJsonPage(resource: Resource, query: string, aggregationCap: number): Promise<number> {
+  const app = aggregationCap === cap ? cappedFixture.app : fixture.app;
+  const response = await get(app, `/v1/${resource}?${query}`);
+  const definition = resources[resource] as unknown as ResourceDefinition;
+  const parameters = new URLSearchParams(query);
+  const filter = await filterOf(definition, parameters);
+  const limit = Number(parameters.get('limit') ?? 100);
+  const offset = Number(parameters.get('offset') ?? 0);
+  const allowed = filter.membershipId ? limit : Math.max(0, Math.min(limit, aggregationCap - offset));
+  const rows = allowed === 0 ? [] : await definition.select(fixture.db, filter).limit(allowed).offset(offset).execute();
+  const { data: _data, ...envelope } = response.json();
+  const oracle = JSON.stringify({ ...envelope, data: rows });
+  expectSameText(response.rawPayload.toString('utf8'), oracle);
+  expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+  return rows.length;
+}
+
 describe.each(listResources)('%s', (resource) => {
   it('exports CSV byte for byte as before: BOM, header, quoting, formula guard, CRLF, each year', async () => {
     for (const year of [2025, 2026]) expect(await expectSameCsv(resource, `year=${year}`, uncapped)).toBeGreaterThan(0);
@@ -151,6 +174,37 @@ describe.each(listResources)('%s', (resource) => {
       'year=2023',
     ]) {
       await expectSameCsv(resource, query, cap);
+    }
+  });
+
+  it('writes JSON pages byte for byte as JSON.stringify wrote the rows: first, deep and last pages, each year', async () => {
+    for (const year of [2025, 2026]) {
+      const total = (await get(fixture.app, `/v1/${resource}?year=${year}&limit=1`)).json().pagination.total as number;
+      expect(total).toBeGreaterThan(0);
+      expect(await expectSameJsonPage(resource, `year=${year}&limit=1000`, uncapped)).toBe(Math.min(total, 1000));
+      for (const offset of [1, Math.floor(total / 2), Math.max(0, total - 3), total]) {
+        await expectSameJsonPage(resource, `year=${year}&limit=17&offset=${offset}`, uncapped);
+      }
+    }
+  });
+
+  it('keeps the same JSON under the cap and past it, a programme, updated_since, one learner, and without rows', async () => {
+    expect(await expectSameJsonPage(resource, 'year=2026&limit=5&offset=4', cap)).toBe(3);
+    expect(await expectSameJsonPage(resource, 'year=2026&limit=5&offset=9', cap)).toBe(0);
+    const email = (
+      await sql<{ email: string }>`select a.email from memberships m join accounts a on a.id = m.account_id
+        where m.org_id = ${org.orgId} order by a.email limit 1`.execute(fixture.db)
+    ).rows[0]!.email;
+    const slug = (
+      await sql<{ slug: string }>`select slug from programmes where org_id = ${org.orgId} order by slug limit 1`.execute(fixture.db)
+    ).rows[0]!.slug;
+    for (const query of [
+      `year=2026&programme=${slug}&limit=1000`,
+      'year=2026&updated_since=2026-06-01&limit=1000',
+      `year=2026&email=${encodeURIComponent(email)}&limit=1000`,
+      'year=2023',
+    ]) {
+      await expectSameJsonPage(resource, query, cap);
     }
   });
 });
@@ -191,15 +245,19 @@ describe('every value of an export', () => {
     return Buffer.concat(parts);
   }
 
+  /** The CSV file and the JSON rows of the whole table, each as the server wrote it from row objects before. */
   async function expectSameBytes(db: DB) {
     const file = await fileBytes(db);
-    const oracle = oracleCsv(samples.columns, await oracleExportRows(db, samples, filter, null));
-    expectSameText(file.toString('latin1'), oracle.toString('latin1'));
+    const rows = await oracleExportRows(db, samples, filter, null);
+    expectSameText(file.toString('latin1'), oracleCsv(samples.columns, rows).toString('latin1'));
+    const page = jsonRowsFromCopy(samples, (await copyResourcePage(db, samples, filter, 2_000_000, 0, null))!);
+    expect(page.count).toBe(rows.length);
+    expectSameText(page.json.toString('utf8'), JSON.stringify(rows));
   }
 
   const database = useTestDatabase();
 
-  it('writes every character as the CSV rules did, and numbers as JavaScript writes them', async () => {
+  it('writes every character as the CSV rules and JSON.stringify did, and numbers as JavaScript writes them', async () => {
     const db = database.db;
     await sql`create table rendering_samples (n int primary key, t text, i int, big bigint, d numeric(6, 1), day text)`.execute(db);
     // Every code point of the Basic Multilingual Plane but the surrogates, and astral ones, each alone and amid text.

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { type CompiledQuery, type SelectQueryBuilder, sql } from 'kysely';
-import { copyOut, type Database, type DB } from '../connection';
+import { binaryCopyStatement, copyOut, copyOutWhole, type Database, type DB } from '../connection';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
 import { textFieldsOf } from './rendering';
 
@@ -33,21 +33,21 @@ export function allowedWindow(limit: number, offset: number, cap: number | null)
 
 /**
  * Compiled statements, kept per database handle. Building and compiling a resource's query with
- * Kysely costs more JavaScript per request than parsing its page, and clients poll the same filters
+ * Kysely costs more JavaScript per request than reading its page, and clients poll the same filters
  * again and again. Queries are pure functions of the resource, the filter and the window, which
  * make the key: a hit is the very same SQL with the very same parameters.
  */
-const compiledStatements = new WeakMap<DB, Map<string, CompiledQuery<any>>>();
+const compiledStatements = new WeakMap<DB, Map<string, unknown>>();
 const compiledStatementsKept = 1000;
 
-function compiledOnce<Row>(db: DB, key: string, compile: () => CompiledQuery<Row>): CompiledQuery<Row> {
+function compiledOnce<Statement>(db: DB, key: string, compile: () => Statement): Statement {
   let statements = compiledStatements.get(db);
   if (!statements) {
     statements = new Map();
     compiledStatements.set(db, statements);
   }
-  let compiled = statements.get(key);
-  if (!compiled) {
+  let compiled = statements.get(key) as Statement | undefined;
+  if (compiled === undefined) {
     compiled = compile();
     // The oldest entry goes first (a Map keeps insertion order).
     if (statements.size >= compiledStatementsKept) statements.delete(statements.keys().next().value!);
@@ -63,21 +63,25 @@ function pageQuery(db: DB, definition: ResourceDefinition, filter: ResourceFilte
     : definition.select(db, filter).limit(window.limit).offset(window.offset);
 }
 
-/** One page of a resource, never past the cap. */
-export async function pageResourceRows(
+/**
+ * One page of a resource, never past the cap, as PostgreSQL's binary COPY of its rows' text fields
+ * (rendering.ts): the bytes src/json-rows.ts writes the JSON page from, as an export's are written
+ * into a CSV. Null when the window is empty (past the cap).
+ */
+export async function copyResourcePage(
   db: DB,
   definition: ResourceDefinition,
   filter: ResourceFilter,
   limit: number,
   offset: number,
   cap: number | null,
-) {
+): Promise<Buffer | null> {
   const window = allowedWindow(limit, offset, cap);
-  if (window === null) return [];
+  if (window === null) return null;
   const statement = compiledOnce(db, `${definition.name} page ${JSON.stringify(filter)} ${window.limit} ${window.offset}`, () =>
-    pageQuery(db, definition, filter, window).compile(),
+    binaryCopyStatement(textFieldsOf(definition, pageQuery(db, definition, filter, window))),
   );
-  return (await db.executeQuery(statement)).rows;
+  return copyOutWhole(db, statement);
 }
 
 /** Counts a resource's rows: its own count, else on its keys, else on its rows. */
@@ -91,8 +95,11 @@ export async function countResourceRows(
     ? await definition.count(db, filter)
     : (
         await db.executeQuery(
-          compiledOnce(db, `${definition.name} count ${JSON.stringify(filter)} ${cap}`, () =>
-            countQuery(definition.keys ? definition.keys(db, filter) : definition.select(db, filter), cap).compile(db),
+          compiledOnce(
+            db,
+            `${definition.name} count ${JSON.stringify(filter)} ${cap}`,
+            (): CompiledQuery<{ n: number }> =>
+              countQuery(definition.keys ? definition.keys(db, filter) : definition.select(db, filter), cap).compile(db),
           ),
         )
       ).rows[0]!.n;
