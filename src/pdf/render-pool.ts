@@ -64,14 +64,6 @@ const workerUrl = import.meta.url.endsWith('.ts')
   ? new URL('./render-worker-loader.mjs', import.meta.url)
   : new URL('./render-worker.mjs', import.meta.url);
 
-/**
- * A render allocates fast and keeps little. V8's default young generation for a worker fills with
- * garbage that a smaller one collects as cheaply, and its size stays resident for the worker's
- * life: this one renders as fast and keeps the server's memory down (issue 17's figures). Much
- * smaller, and reports get slower.
- */
-const renderWorkerLimits = { maxYoungGenerationSizeMb: 12 };
-
 /** One core stays for the event loop and PostgreSQL; at least one worker, at most four. */
 export function defaultRenderWorkers(cores = availableParallelism()): number {
   return Math.max(1, Math.min(4, cores - 1));
@@ -100,7 +92,7 @@ export function createRenderPool(size = defaultRenderWorkers()): RenderPool {
     });
     // Nobody may be waiting (a worker a job started, a pool closed): its failure is not unhandled.
     warmedUp.catch(() => undefined);
-    const worker = new Worker(workerUrl, { workerData: { warmUp } satisfies RenderWorkerData, resourceLimits: renderWorkerLimits });
+    const worker = new Worker(workerUrl, { workerData: { warmUp } satisfies RenderWorkerData });
     const slot: Slot = { worker, job: null, warm: !warmUp, warmedUp, settleWarmUp };
     if (slot.warm) settleWarmUp.resolve({ ms: 0, pdfBytes: 0 });
     slot.worker.on('message', (message: RenderWorkerMessage) => {
