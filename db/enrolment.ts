@@ -3,7 +3,7 @@ import type { components } from '../codegen/openapi';
 import type { DB } from './connection';
 import { parisDate } from './render';
 import type { LicenceType } from './tables';
-import { recordEvent } from './webhooks';
+import { type NewEvent, recordEvents } from './webhooks';
 
 /** What the organisation allows, and its programmes among those a request names. */
 export interface EnrolmentRules {
@@ -270,10 +270,11 @@ async function recordEnrolments(
   accounts: Accounts,
   outcomes: (EnrolmentOutcome | null)[],
 ): Promise<void> {
+  const events: NewEvent<'learner.enrolled'>[] = [];
   for (const [position, { index, account, membership }] of members.entries()) {
     const status = isActive(account, accounts) ? 'active' : 'pending';
     const programmes = candidates[index]!.programmes.map((programme) => programme.slug);
-    await recordEvent(trx, {
+    events.push({
       orgId,
       type: 'learner.enrolled',
       data: { learner: { user_id: account.id, email: account.email, name: account.name }, status, programmes },
@@ -293,4 +294,6 @@ async function recordEnrolments(
       },
     };
   }
+  // In one call: the batch's deliveries make one job.
+  await recordEvents(trx, events);
 }

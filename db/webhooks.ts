@@ -57,68 +57,91 @@ function eventBodySql(event: {
   id: Expression<unknown> | RawBuilder<unknown>;
   type: Expression<unknown> | RawBuilder<unknown>;
   createdAt: Expression<unknown> | RawBuilder<unknown>;
-  dataJson: string;
+  dataJson: Expression<unknown> | RawBuilder<unknown>;
 }): RawBuilder<string> {
   return sql<string>`('{"id":' || to_json(${event.id}::text)::text || ',"type":' || to_json(${event.type}::text)::text
     || ',"created_at":' || to_json(${parisRfc3339(event.createdAt)})::text || ',"data":' || ${event.dataJson}::text || '}')`;
 }
+
+/** An event to record: its organisation, type and data (the contract's `webhooks` section). */
+export interface NewEvent<T extends EventType = EventType> {
+  orgId: string;
+  type: T;
+  data: EventData<T>;
+}
+
 /**
  * Records an event and queues one webhook delivery per enabled endpoint of the organisation that
- * subscribes to its type. Call it with the transaction of the data change that causes the event, so
- * that there is never an event (nor a delivery) without its data, nor a committed change without its
- * event. Given a plain connection, it opens a transaction of its own for the event and its deliveries.
- *
- * One statement records the event, builds its body and fans it out to the endpoints (and asks, for
- * the commit, to wake the delivery workers up); a second queues the deliveries' jobs, if any.
+ * subscribes to its type: `recordEvents` of one event.
  */
-export async function recordEvent<T extends EventType>(
-  trx: DB,
-  event: { orgId: string; type: T; data: EventData<T> },
-): Promise<RecordedEvent> {
-  if (!trx.isTransaction) return trx.transaction().execute((own) => recordEvent<T>(own, event));
-  const dataJson = JSON.stringify(event.data);
-  const {
-    rows: [recorded],
-  } = await sql<RecordedEvent & { delivery_ids: string[] }>`
-    with recorded as (
-      insert into events (org_id, type, data) values (${event.orgId}, ${event.type}, ${dataJson}::jsonb)
-      returning id, type, created_at
+export async function recordEvent<T extends EventType>(trx: DB, event: NewEvent<T>): Promise<RecordedEvent> {
+  return (await recordEvents(trx, [event]))[0]!;
+}
+
+/**
+ * Records events (in their order) and queues one webhook delivery per enabled endpoint of an
+ * event's organisation that subscribes to its type. Call it with the transaction of the data change
+ * that causes the events, so that there is never an event (nor a delivery) without its data, nor a
+ * committed change without its event. Given a plain connection, it opens a transaction of its own.
+ *
+ * One statement records the events, builds their bodies, fans them out to the endpoints (and asks,
+ * for the commit, to wake a delivery worker up); a second queues the jobs of all their deliveries.
+ * Events recorded together are delivered together: a caller with many events (a bulk enrolment)
+ * records them in one call, and their deliveries make one job rather than one each.
+ */
+export async function recordEvents(trx: DB, events: readonly NewEvent[]): Promise<RecordedEvent[]> {
+  if (events.length === 0) return [];
+  if (!trx.isTransaction) return trx.transaction().execute((own) => recordEvents(own, events));
+  const { rows } = await sql<RecordedEvent & { delivery_ids: string[] | null }>`
+    with input as (
+      select gen_random_uuid() as id, position, org_id, type, data_json
+      from unnest(${events.map((event) => event.orgId)}::uuid[], ${events.map((event) => event.type)}::text[],
+        ${events.map((event) => JSON.stringify(event.data))}::text[]) with ordinality as given(org_id, type, data_json, position)
+    ), recorded as (
+      insert into events (id, org_id, type, data) select id, org_id, type, data_json::jsonb from input
+      returning id, created_at
     ), envelope as (
-      select id, created_at, ${eventBodySql({ id: sql.ref('id'), type: sql.ref('type'), createdAt: sql.ref('created_at'), dataJson })} as body
-      from recorded
+      select input.id, input.position, input.org_id, input.type, recorded.created_at,
+        ${eventBodySql({ id: sql.ref('input.id'), type: sql.ref('input.type'), createdAt: sql.ref('recorded.created_at'), dataJson: sql.ref('input.data_json') })} as body
+      from input join recorded on recorded.id = input.id
     ), deliveries as (
-      insert into webhook_deliveries (event_id, endpoint_id, body)
-      select envelope.id, endpoint.id, envelope.body
+      insert into webhook_deliveries (event_id, endpoint_id, event_type, body)
+      select envelope.id, endpoint.id, envelope.type, envelope.body
       from envelope join webhook_endpoints endpoint
-        on endpoint.org_id = ${event.orgId} and endpoint.enabled and ${event.type} = any(endpoint.event_types)
-      returning id
+        on endpoint.org_id = envelope.org_id and endpoint.enabled and envelope.type = any(endpoint.event_types)
+      returning id, event_id
+    ), fanned_out as (
+      select event_id, array_agg(id) as ids from deliveries group by event_id
     )
-    select envelope.id, envelope.created_at, envelope.body, array(select id from deliveries) as delivery_ids,
+    select envelope.id, envelope.created_at, envelope.body, fanned_out.ids as delivery_ids,
       (select count(pg_notify(${deliveryChannel}, '')) from (select from deliveries limit 1) as some_delivery) as woken
-    from envelope`.execute(trx);
-  const { delivery_ids: deliveryIds, ...result } = recorded!;
+    from envelope left join fanned_out on fanned_out.event_id = envelope.id
+    order by envelope.position`.execute(trx);
   await queueDeliveryJobs(
     trx,
-    deliveryIds.map((id) => ({ id })),
+    rows.flatMap((row) => (row.delivery_ids ?? []).map((id) => ({ id }))),
     { wake: false },
   );
-  return result;
+  return rows.map(({ id, created_at, body }) => ({ id, created_at, body }));
 }
 // ---------------------------------------------------------------------------------------------
 // 2. Queue the deliveries' jobs
 
 /*
- * The pg-boss side of deliveries. A job carries only a delivery id and says "look at this delivery
- * at this time": the `webhook_deliveries` row says what to send and whether it is still due, and
- * its lease says who may send it. So a duplicate or late job is harmless, and a missing one is
- * recreated by the worker's sweep.
+ * The pg-boss side of deliveries. A job carries the ids of deliveries created or planned together
+ * (those of one transaction's events, the retries due in one second, a sweep) and says "look at
+ * these deliveries at this time": each `webhook_deliveries` row says what to send and whether it is
+ * still due, and its lease says who may send it. So a duplicate or late job is harmless, and a
+ * missing one is recreated by the worker's sweep.
  */
 export const deliveryQueue = 'webhook-delivery';
-/** NOTIFY channel: committed deliveries wake the workers of every server process at once. */
+/** NOTIFY channel: a commit with deliveries due now wakes a worker of every server process. */
 export const deliveryChannel = 'webhook_deliveries';
+/** At most this many deliveries per job: a worker claims them chunk by chunk. */
+const deliveriesPerJob = 1000;
 
 export interface DeliveryJob {
-  deliveryId: string;
+  deliveryIds: string[];
 }
 
 /** pg-boss's `db` option over Kysely: its SQL runs on our connection or inside our transaction. */
@@ -132,8 +155,9 @@ export function kyselyExecutor(db: DB): PgBoss.Db {
 }
 
 /**
- * The queue: policy `short` allows one waiting job per delivery (the singleton key), so every
- * writer can ask for a delivery to be looked at without piling up duplicates.
+ * The queue: policy `short` allows one waiting job per singleton key. Each job gets a key of its
+ * own (a job without one would share the empty key with all the others), except the sweep's: one
+ * waiting at a time, however many processes sweep.
  */
 export const deliveryQueueOptions = {
   policy: 'short',
@@ -158,28 +182,45 @@ export async function installDeliveryQueue(db: DB): Promise<void> {
 let jobWriter: PgBoss | null = null;
 
 /**
- * Queues the jobs of these deliveries inside the caller's transaction (they exist if and only if
- * the transaction commits); those due now wake the workers up at commit, unless the caller has
- * already asked for that (`wake: false`).
+ * Queues jobs for these deliveries inside the caller's transaction (they exist if and only if the
+ * transaction commits): one per due second, of at most `deliveriesPerJob`, starting when the last
+ * of its deliveries is due. Those due now wake a worker up at commit, unless the caller has already
+ * asked for that (`wake: false`). A `singletonKey` (the sweep's, for deliveries that make one job)
+ * keeps the job out while one of that key waits. Returns the ids of the jobs (pg-boss's bulk insert
+ * does not say which ones a key kept out).
  */
 export async function queueDeliveryJobs(
   trx: DB,
   deliveries: { id: string; startAfterSeconds?: number }[],
-  options: { wake?: boolean } = {},
-): Promise<void> {
-  if (deliveries.length === 0) return;
-  jobWriter ??= new PgBoss({ db: { executeSql: () => Promise.reject(new Error('unused')) }, supervise: false, schedule: false });
-  await jobWriter.insert(
-    deliveries.map((delivery) => ({
-      name: deliveryQueue,
-      data: { deliveryId: delivery.id } satisfies DeliveryJob,
-      singletonKey: delivery.id,
-      ...(delivery.startAfterSeconds ? { startAfter: String(delivery.startAfterSeconds) } : {}),
-    })),
-    { db: kyselyExecutor(trx) },
+  options: { wake?: boolean; singletonKey?: string } = {},
+): Promise<string[]> {
+  if (deliveries.length === 0) return [];
+  const byDueSecond = new Map<number, typeof deliveries>();
+  for (const delivery of deliveries) {
+    const second = Math.ceil(delivery.startAfterSeconds ?? 0);
+    const group = byDueSecond.get(second);
+    if (group) group.push(delivery);
+    else byDueSecond.set(second, [delivery]);
+  }
+  const jobs = [...byDueSecond.values()].flatMap((due) =>
+    Array.from({ length: Math.ceil(due.length / deliveriesPerJob) }, (_, index) => {
+      const chunk = due.slice(index * deliveriesPerJob, (index + 1) * deliveriesPerJob);
+      const startAfterSeconds = Math.max(...chunk.map((delivery) => delivery.startAfterSeconds ?? 0));
+      const id = randomUUID();
+      return {
+        id,
+        name: deliveryQueue,
+        data: { deliveryIds: chunk.map((delivery) => delivery.id) } satisfies DeliveryJob,
+        singletonKey: options.singletonKey ?? id,
+        ...(startAfterSeconds > 0 ? { startAfter: String(startAfterSeconds) } : {}),
+      };
+    }),
   );
+  jobWriter ??= new PgBoss({ db: { executeSql: () => Promise.reject(new Error('unused')) }, supervise: false, schedule: false });
+  await jobWriter.insert(jobs, { db: kyselyExecutor(trx) });
   if (options.wake !== false && deliveries.some((delivery) => !delivery.startAfterSeconds))
     await sql`select pg_notify(${deliveryChannel}, '')`.execute(trx);
+  return jobs.map((job) => job.id);
 }
 // ---------------------------------------------------------------------------------------------
 // 3. Claim the due deliveries
@@ -208,11 +249,11 @@ export async function claimDeliveries(db: DB, ids: readonly string[], leaseSecon
   const result = await sql<ClaimedDelivery>`
     update webhook_deliveries d
     set lease_token = ${leaseToken}, lease_expires_at = now() + make_interval(secs => ${leaseSeconds})
-    from webhook_endpoints e, events ev
-    where d.id = any(${[...ids]}::uuid[]) and e.id = d.endpoint_id and ev.id = d.event_id
+    from webhook_endpoints e
+    where d.id = any(${[...ids]}::uuid[]) and e.id = d.endpoint_id
       and d.status = 'pending' and e.enabled and d.next_attempt_at <= now()
       and (d.lease_expires_at is null or d.lease_expires_at <= now())
-    returning d.id, d.endpoint_id, ev.type as event_type, d.body, e.url, d.lease_token,
+    returning d.id, d.endpoint_id, d.event_type, d.body, e.url, d.lease_token,
       array_remove(array[e.secret, case when e.previous_secret_expires_at > now() then e.previous_secret end], null) as secrets`.execute(
     db,
   );
@@ -233,23 +274,12 @@ export interface AttemptOutcome {
   responseExcerpt: string | null;
 }
 
-function attemptRow(deliveryId: string, outcome: AttemptOutcome) {
-  return {
-    delivery_id: deliveryId,
-    attempted_at: outcome.attemptedAt,
-    duration_ms: outcome.durationMs,
-    status_code: outcome.statusCode,
-    succeeded: outcome.succeeded,
-    error: outcome.error,
-    response_excerpt: outcome.responseExcerpt,
-  };
-}
-
 /**
  * Writes the outcome of attempts: each attempt is logged; a success marks its delivery delivered
  * and resets the endpoint's failure count; a failure plans the next attempt (or `dead` after the
  * last one), counts towards disabling the endpoint and queues the job of the next attempt. Only
  * the holder of the lease changes a delivery (one that lost its lease still logs its attempt).
+ * Without failures, one statement does it all.
  */
 export async function recordAttempts(
   db: DB,
@@ -258,14 +288,13 @@ export async function recordAttempts(
 ): Promise<RecordedAttempts> {
   const succeeded = attempts.filter((a) => a.outcome.succeeded).map((a) => a.delivery);
   const failed = attempts.filter((a) => !a.outcome.succeeded).map((a) => a.delivery);
-  if (attempts.length === 0) return { succeeded: 0, failed: 0, dead: 0 };
+  if (failed.length === 0) {
+    if (attempts.length > 0) await logAttemptsAndSuccesses(db, attempts, succeeded);
+    return { succeeded: succeeded.length, failed: 0, dead: 0 };
+  }
   const dead = await db.transaction().execute(async (trx) => {
-    await trx
-      .insertInto('webhook_attempts')
-      .values(attempts.map((a) => attemptRow(a.delivery.id, a.outcome)))
-      .execute();
-    if (succeeded.length > 0) await markDelivered(trx, succeeded);
-    return failed.length > 0 ? planRetries(trx, failed, policy) : 0;
+    await logAttemptsAndSuccesses(trx, attempts, succeeded);
+    return planRetries(trx, failed, policy);
   });
   return { succeeded: succeeded.length, failed: failed.length - dead, dead };
 }
@@ -277,21 +306,31 @@ export interface RecordedAttempts {
   dead: number;
 }
 
-/** Successes: their deliveries delivered, and their endpoints' failure counts reset. */
-async function markDelivered(trx: DB, deliveries: ClaimedDelivery[]): Promise<void> {
+/**
+ * Logs the attempts; marks the successes' deliveries delivered and resets their endpoints' failure
+ * counts. The endpoints are written only when there is something to reset: a busy endpoint's row
+ * is not rewritten (nor locked) by every success.
+ */
+async function logAttemptsAndSuccesses(
+  db: DB,
+  attempts: { delivery: ClaimedDelivery; outcome: AttemptOutcome }[],
+  succeeded: ClaimedDelivery[],
+): Promise<void> {
+  const outcomes = attempts.map((a) => a.outcome);
   await sql`
-    update webhook_deliveries d
-    set status = 'delivered', attempt_count = attempt_count + 1, delivered_at = now(), lease_token = null, lease_expires_at = null
-    from unnest(${deliveries.map((d) => d.id)}::uuid[], ${deliveries.map((d) => d.lease_token)}::uuid[]) as s(id, token)
-    where d.id = s.id and d.lease_token = s.token`.execute(trx);
-  // Written only when there is something to reset: a busy endpoint's row is not rewritten
-  // (nor locked) by every success.
-  await trx
-    .updateTable('webhook_endpoints')
-    .set({ consecutive_failures: 0 })
-    .where('id', 'in', [...new Set(deliveries.map((d) => d.endpoint_id))])
-    .where('consecutive_failures', '<>', 0)
-    .execute();
+    with delivered as (
+      update webhook_deliveries d
+      set status = 'delivered', attempt_count = attempt_count + 1, delivered_at = now(), lease_token = null, lease_expires_at = null
+      from unnest(${succeeded.map((d) => d.id)}::uuid[], ${succeeded.map((d) => d.lease_token)}::uuid[]) as s(id, token)
+      where d.id = s.id and d.lease_token = s.token
+    ), reset as (
+      update webhook_endpoints set consecutive_failures = 0
+      where id = any(${[...new Set(succeeded.map((d) => d.endpoint_id))]}::uuid[]) and consecutive_failures <> 0
+    )
+    insert into webhook_attempts (delivery_id, attempted_at, duration_ms, status_code, succeeded, error, response_excerpt)
+    select * from unnest(${attempts.map((a) => a.delivery.id)}::uuid[], ${outcomes.map((o) => o.attemptedAt)}::timestamptz[],
+      ${outcomes.map((o) => o.durationMs)}::int[], ${outcomes.map((o) => o.statusCode)}::int[], ${outcomes.map((o) => o.succeeded)}::boolean[],
+      ${outcomes.map((o) => o.error)}::text[], ${outcomes.map((o) => o.responseExcerpt)}::text[])`.execute(db);
 }
 
 /**
@@ -336,18 +375,20 @@ async function planRetries(
 
 /**
  * Pending deliveries overdue by more than `graceSeconds` that nobody holds: their job was lost (a
- * server killed mid-attempt, a wake-up consumed while the endpoint was disabled). Queued again; the
- * queue keeps at most one waiting job per delivery, so sweeping is idempotent.
+ * server killed mid-attempt, a wake-up consumed while the endpoint was disabled). The oldest ones
+ * queued again in one job, under the sweep's key: while one such job waits, another sweep (of this
+ * process or of another one) adds none. Returns how many overdue deliveries were found.
  */
-export async function requeueOverdueDeliveries(db: DB, options: { graceSeconds: number; limit: number }): Promise<number> {
+export async function requeueOverdueDeliveries(db: DB, options: { graceSeconds: number }): Promise<number> {
   const overdue = await sql<{ id: string }>`
     select d.id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
     where d.status = 'pending' and e.enabled
       and d.next_attempt_at < now() - make_interval(secs => ${options.graceSeconds})
       and (d.lease_expires_at is null or d.lease_expires_at < now())
     order by d.next_attempt_at
-    limit ${options.limit}`.execute(db);
-  if (overdue.rows.length > 0) await db.transaction().execute((trx) => queueDeliveryJobs(trx, overdue.rows));
+    limit ${deliveriesPerJob}`.execute(db);
+  if (overdue.rows.length === 0) return 0;
+  await db.transaction().execute((trx) => queueDeliveryJobs(trx, overdue.rows, { singletonKey: 'overdue' }));
   return overdue.rows.length;
 }
 
@@ -424,7 +465,7 @@ export async function enableEndpoint(db: DB, id: string) {
       .where('endpoint_id', '=', id)
       .where('status', '=', 'pending')
       .execute();
-    for (let start = 0; start < pending.length; start += 1000) await queueDeliveryJobs(trx, pending.slice(start, start + 1000));
+    await queueDeliveryJobs(trx, pending);
     return { ...endpoint, resumed_deliveries: pending.length };
   });
 }
@@ -461,7 +502,7 @@ export async function queuePing(db: DB, endpointId: string) {
     });
     const delivery = await trx
       .insertInto('webhook_deliveries')
-      .values({ event_id: event.id, endpoint_id: endpoint.id, body: event.body })
+      .values({ event_id: event.id, endpoint_id: endpoint.id, event_type: 'ping', body: event.body })
       .returning('id')
       .executeTakeFirstOrThrow();
     await queueDeliveryJobs(trx, [delivery]);
@@ -508,11 +549,10 @@ export async function findDelivery(db: DB, deliveryId: string) {
 export async function listDeliveries(db: DB, endpointId: string, options: { status?: DeliveryStatus; limit: number }) {
   let query = db
     .selectFrom('webhook_deliveries as d')
-    .innerJoin('events as ev', 'ev.id', 'd.event_id')
     .select([
       'd.id',
       'd.event_id',
-      'ev.type as event_type',
+      'd.event_type',
       'd.status',
       'd.attempt_count',
       'd.next_attempt_at',

@@ -37,12 +37,13 @@ interface Logger {
  * `close` in the reverse order: the database (embedded unless DATABASE_URL; migrated), the demo
  * organisation of a first start, the metrics, the webhook delivery worker and the sweeper of idle
  * rate-limit counters. The PDF render pool is handed in, already warming up (the server starts it
- * first, src/server.ts), and closed here with the rest.
+ * first, src/server.ts), and closed here with the rest; the webhook worker polls once it is warm.
  */
 export async function openServerContext(
   config: Config,
   renderPool: RenderPool,
   startPhases: Pick<StartPhases, 'track'>,
+  renderPoolWarmedUp: Promise<unknown>,
 ): Promise<ServerContext> {
   let log: Logger | null = null;
   let closing = false;
@@ -70,6 +71,8 @@ export async function openServerContext(
       config,
       log: forwardingLog,
       onAttempts: countWebhookAttempts(metrics),
+      // A backlog of deliveries waits for the warm-up: the start is its one user of the cores.
+      deliverAfter: renderPoolWarmedUp,
     }),
   );
   const sweeper = setInterval(() => {

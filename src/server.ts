@@ -116,7 +116,7 @@ async function main(): Promise<void> {
     'le chargement du serveur',
     Promise.all([import('./context'), import('./app')]),
   );
-  const context = await openServerContext(config, renderPool, startPhases);
+  const context = await openServerContext(config, renderPool, startPhases, renderPoolWarmedUp);
   let app: FastifyInstance;
   let renderPoolWarmUp: RenderPoolWarmUp;
   try {

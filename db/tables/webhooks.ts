@@ -26,6 +26,8 @@ export interface WebhookDeliveriesTable {
   id: Generated<string>;
   event_id: string;
   endpoint_id: string;
+  /** Its event's type, copied so that the worker's claim needs no join. */
+  event_type: string;
   body: string;
   status: Generated<DeliveryStatus>;
   attempt_count: Generated<number>;

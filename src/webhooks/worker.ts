@@ -17,10 +17,10 @@ import { signatureHeader } from './signature';
 
 /*
  * The delivery worker of one server process: the half of the flow of db/webhooks.ts that is not
- * SQL. Jobs arrive (a NOTIFY at the commit of new deliveries wakes the pollers at once, else they
- * poll every 0.5 s); a batch of deliveries is claimed (their lease taken), each signed and POSTed,
- * and the attempts are recorded. Several processes may run it on one database: a delivery is sent
- * by whoever holds its lease, never twice at once.
+ * SQL. Jobs arrive, each with the ids of many deliveries (a NOTIFY at the commit of new deliveries
+ * wakes a poller at once, else they poll every 0.5 s); their deliveries are claimed by chunks (their
+ * lease taken), each signed and POSTed, and each chunk's attempts are recorded. Several processes
+ * may run it on one database: a delivery is sent by whoever holds its lease, never twice at once.
  */
 
 interface Logger {
@@ -43,9 +43,16 @@ export interface WebhookDeliveryOptions {
     | 'databaseQueryTimeoutMs'
   >;
   log?: Logger;
-  /** Parallel pollers; each handles a batch of deliveries at once. */
+  /** Parallel pollers; each fetches up to `batchSize` jobs at once. */
   workers?: number;
   batchSize?: number;
+  /** Deliveries claimed, then sent together, at once. */
+  claimChunk?: number;
+  /**
+   * Polling starts once this settles (at once without it): the server's start passes the render
+   * workers' warm-up, so that a backlog of deliveries does not take the cores it needs to start.
+   */
+  deliverAfter?: Promise<unknown>;
   /**
    * Counts one batch's attempts by outcome (the server's metrics, `countWebhookAttempts`):
    * succeeded, failed with a retry planned, and failed as the delivery's last attempt (dead).
@@ -79,10 +86,17 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
   const state = { stopped: false };
   const boss = await startQueue(options, log, state);
   const agents = createWebhookAgents();
-  const pollers = await startPollers(boss, deliverBatch(options, agents, log), options);
-  const listener = await listenForCommits(options, () => pollers.wakeAll(), log, state);
+  const pollers = createPollers(boss, deliverBatch(options, agents, log, state), options);
+  const listener = await listenForCommits(options, () => pollers.wakeOne(), log, state);
+  // Until the pollers start, a commit wakes no one: their first fetch finds its job.
+  const polling = options.deliverAfter
+    ? options.deliverAfter.then(
+        () => (state.stopped ? undefined : pollers.start()),
+        () => undefined,
+      )
+    : await pollers.start();
   const sweeper = setInterval(() => {
-    requeueOverdueDeliveries(options.db, { graceSeconds: sweepGraceSeconds, limit: 1000 })
+    requeueOverdueDeliveries(options.db, { graceSeconds: sweepGraceSeconds })
       .then((count) => {
         if (count > 0) log.info({ count }, 'webhooks : livraisons en retard remises en file');
       })
@@ -95,6 +109,7 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
       state.stopped = true;
       clearInterval(sweeper);
       await listener.close();
+      await polling;
       // Attempts in flight finish (and are recorded) before the connections close, within the time
       // given; one cut short is simply attempted again (its lease runs out, the sweep queues it).
       await boss.stop({ graceful: true, wait: true, timeout: Math.max(1, timeoutMs) });
@@ -135,13 +150,17 @@ async function startQueue(options: WebhookDeliveryOptions, log: Logger, state: {
   return boss;
 }
 
-/** One batch of jobs: claim their deliveries, sign and POST each, record the attempts. */
-function deliverBatch(options: WebhookDeliveryOptions, agents: WebhookAgents, log: Logger) {
+/**
+ * One batch of jobs: their deliveries claimed chunk by chunk, each chunk's signed and POSTed at
+ * once (so that every claimed delivery is attempted within its lease), its attempts recorded.
+ */
+function deliverBatch(options: WebhookDeliveryOptions, agents: WebhookAgents, log: Logger, state: { stopped: boolean }) {
   const { db, config } = options;
   // Longer than one attempt can last (its timeout covers DNS, connection and answer), so that a
   // lease runs out only when its holder can no longer be sending.
   const leaseSeconds = Math.ceil((2 * config.webhookTimeoutMs) / 1000) + 5;
   const policy = { retryDelaysSeconds: config.webhookRetryDelaysSeconds, disableAfter: config.webhookDisableAfter };
+  const claimChunk = options.claimChunk ?? 50;
 
   const send = async (delivery: ClaimedDelivery) => {
     const timestamp = Math.floor(Date.now() / 1000);
@@ -162,31 +181,54 @@ function deliverBatch(options: WebhookDeliveryOptions, agents: WebhookAgents, lo
   };
 
   return async (jobs: PgBoss.Job<DeliveryJob>[]) => {
-    const claimed = await claimDeliveries(db, [...new Set(jobs.map((job) => job.data.deliveryId))], leaseSeconds);
-    const attempts = await Promise.all(claimed.map(send));
-    const recorded = await recordAttempts(db, attempts, policy);
-    if (attempts.length > 0) {
+    // Jobs queued before deliveries were batched carry a single `deliveryId`: none here, their
+    // deliveries are queued again by the sweep.
+    const ids = [...new Set(jobs.flatMap((job) => job.data.deliveryIds ?? []))];
+    for (let start = 0; start < ids.length; start += claimChunk) {
+      // Stopping: the jobs fail, and pg-boss offers them again (to this process or another one).
+      if (state.stopped) throw new Error('webhooks : arrêt, livraisons restantes remises en file');
+      const claimed = await claimDeliveries(db, ids.slice(start, start + claimChunk), leaseSeconds);
+      if (claimed.length === 0) continue;
+      const attempts = await Promise.all(claimed.map(send));
+      const recorded = await recordAttempts(db, attempts, policy);
       options.onAttempts?.(recorded.succeeded, recorded.failed, recorded.dead);
       log.debug({ webhookAttempts: attempts.length, ...recorded }, 'webhooks : lot de tentatives');
     }
   };
 }
 
-/** Parallel pollers of the queue; a full batch is followed by the next fetch without waiting. */
-async function startPollers(boss: PgBoss, handle: (jobs: PgBoss.Job<DeliveryJob>[]) => Promise<void>, options: WebhookDeliveryOptions) {
-  const batchSize = options.batchSize ?? 50;
+/**
+ * Parallel pollers of the queue, once started; a full batch is followed by the next fetch without
+ * waiting. A commit wakes one of them, one not busy with a batch if there is one: the others would
+ * fetch nothing.
+ */
+function createPollers(boss: PgBoss, handle: (jobs: PgBoss.Job<DeliveryJob>[]) => Promise<void>, options: WebhookDeliveryOptions) {
+  const batchSize = options.batchSize ?? 10;
   const workerIds: string[] = [];
-  for (let i = 0; i < (options.workers ?? 4); i += 1) {
-    let id = '';
-    id = await boss.work<DeliveryJob>(deliveryQueue, { batchSize, pollingIntervalSeconds: 0.5 }, async (jobs) => {
-      await handle(jobs);
-      if (jobs.length === batchSize) boss.notifyWorker(id);
-    });
-    workerIds.push(id);
-  }
+  const busy = new Set<string>();
+  let next = 0;
   return {
-    wakeAll: () => {
-      for (const id of workerIds) boss.notifyWorker(id);
+    async start(): Promise<void> {
+      for (let i = 0; i < (options.workers ?? 4); i += 1) {
+        let id = '';
+        id = await boss.work<DeliveryJob>(deliveryQueue, { batchSize, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+          busy.add(id);
+          try {
+            await handle(jobs);
+          } finally {
+            busy.delete(id);
+          }
+          if (jobs.length === batchSize) boss.notifyWorker(id);
+        });
+        workerIds.push(id);
+      }
+    },
+    wakeOne(): void {
+      if (workerIds.length === 0) return;
+      const inTurn = workerIds.map((_, offset) => workerIds[(next + offset) % workerIds.length]!);
+      const chosen = inTurn.find((id) => !busy.has(id)) ?? inTurn[0]!;
+      next = (workerIds.indexOf(chosen) + 1) % workerIds.length;
+      boss.notifyWorker(chosen);
     },
   };
 }

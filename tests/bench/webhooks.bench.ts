@@ -1,9 +1,9 @@
 import { createServer } from 'node:http';
 import { createDb, type DB } from '../../db/connection';
 import { createOrganisation } from '../../db/organisations';
-import { createEndpoint, installDeliveryQueue, recordEvent } from '../../db/webhooks';
+import { createEndpoint, installDeliveryQueue, recordEvents } from '../../db/webhooks';
 import { generateWebhookSecret } from '../../src/webhooks/signature';
-import { openBenchDatabase, percentile, report, startServerProcess } from './support';
+import { cpuSeconds, openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**
  * Webhook delivery: a real server process delivers to a local receiver that answers 200 at once.
@@ -11,7 +11,10 @@ import { openBenchDatabase, percentile, report, startServerProcess } from './sup
  *    (open loop, 10 per 20 ms transaction); the delay from each event's commit to its first attempt
  *    reaching the receiver (p50, p99). On 2 cores shared by the producer, PostgreSQL, the server
  *    and the receiver, the producer may fall short of 500/s: the rate it reached is printed.
- * 2. Sustained delivery rate: a backlog of 10,000 deliveries drained as fast as the worker goes.
+ * 2. Sustained delivery rate: a backlog of 10,000 deliveries (committed in transactions of 250
+ *    events while the server is stopped) drained as fast as the worker goes, with the CPU the
+ *    server process and PostgreSQL spend per delivery meanwhile.
+ * Targets of issue 17: a drain of at least 5,000 deliveries/s, and a p99 under 100 ms at 500/s.
  */
 const sustainedRate = 500;
 const sustainedSeconds = 20;
@@ -40,25 +43,21 @@ const org = await createOrganisation(database.db, { name: 'Banc d’essai webhoo
 await installDeliveryQueue(database.db);
 await createEndpoint(database.db, { orgId: org.id, url: receiverUrl, secret: generateWebhookSecret(), eventTypes: ['learner.enrolled'] });
 
-/** Commits `count` events in one transaction; returns their ids and the commit time. */
+/** Commits `count` events, recorded together in one transaction; returns their ids and the commit time. */
 async function commitEvents(db: DB, count: number): Promise<{ ids: string[]; committedAt: number }> {
-  const ids = await db.transaction().execute(async (trx) => {
-    const recorded: string[] = [];
-    for (let i = 0; i < count; i += 1) {
-      const event = await recordEvent(trx, {
-        orgId: org.id,
-        type: 'learner.enrolled',
-        data: {
-          learner: { user_id: crypto.randomUUID(), email: `apprenant${i}@exemple.fr`, name: null },
-          status: 'pending',
-          programmes: [],
-        },
-      });
-      recorded.push(event.id);
-    }
-    return recorded;
-  });
-  return { ids, committedAt: performance.timeOrigin + performance.now() };
+  const recorded = await recordEvents(
+    db,
+    Array.from({ length: count }, (_, i) => ({
+      orgId: org.id,
+      type: 'learner.enrolled' as const,
+      data: {
+        learner: { user_id: crypto.randomUUID(), email: `apprenant${i}@exemple.fr`, name: null },
+        status: 'pending' as const,
+        programmes: [],
+      },
+    })),
+  );
+  return { ids: recorded.map((event) => event.id), committedAt: performance.timeOrigin + performance.now() };
 }
 
 async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
@@ -110,7 +109,7 @@ try {
     `${Math.round(deliveredDuringLoad / producedIn)}/s${drained ? ', all delivered' : ' (NOT all delivered)'}`,
   );
   report('delay from commit to first attempt, p50', `${Math.round(p50)} ms`);
-  report('delay from commit to first attempt, p99', `${Math.round(p99)} ms`, { text: '< 2000 ms', met: drained && p99 < 2000 });
+  report('delay from commit to first attempt, p99', `${Math.round(p99)} ms`, { text: '< 100 ms', met: drained && p99 < 100 });
 
   // 2. Capacity: a backlog drained flat out.
   await server.stop();
@@ -121,7 +120,14 @@ try {
   const restarted = await startServerProcess(database.url, { WEBHOOK_ALLOW_INSECURE: '1', LOG_LEVEL: 'warn' });
   try {
     const drainStart = performance.timeOrigin + performance.now();
-    const backlogDrained = await waitUntil(() => [...backlog].every((id) => arrivals.has(id)), 180_000);
+    // The worker starts before the server listens: its start-up (building the API, warming the
+    // PDF renderers up) shares the cores with the first part of the drain. The CPU is read from the
+    // moment it listens to the last arrival, per delivery received in between.
+    const arrivedOfBacklog = () => [...backlog].filter((id) => arrivals.has(id)).length;
+    const cpuNow = () => ({ ...cpuSeconds([restarted.child.pid!], database.postmasterPid), arrived: arrivedOfBacklog() });
+    const cpuAtStart = cpuNow();
+    const backlogDrained = await waitUntil(() => arrivedOfBacklog() === backlog.size, 180_000);
+    const cpuAtEnd = cpuNow();
     const firstArrival = Math.min(...[...backlog].map((id) => arrivals.get(id) ?? Infinity));
     const lastArrival = Math.max(...[...backlog].map((id) => arrivals.get(id) ?? 0));
     const rate = backlog.size / ((lastArrival - firstArrival) / 1000);
@@ -130,8 +136,21 @@ try {
       backlogDrained
         ? `${Math.round(rate)}/s (last one ${((lastArrival - drainStart) / 1000).toFixed(1)} s after the start)`
         : 'not drained within 180 s',
-      { text: '>= 500/s', met: backlogDrained && rate >= 500 },
+      { text: '>= 5000/s', met: backlogDrained && rate >= 5000 },
     );
+    const drainedMeanwhile = cpuAtEnd.arrived - cpuAtStart.arrived;
+    const listeningSeconds = (lastArrival - drainStart) / 1000;
+    report(
+      'drain: received before the server listened, then after',
+      drainedMeanwhile > 0
+        ? `${cpuAtStart.arrived}, then ${drainedMeanwhile} at ${Math.round(drainedMeanwhile / listeningSeconds)}/s`
+        : `all ${cpuAtStart.arrived} before`,
+    );
+    const microsecondsPerDelivery = (seconds: number) => `${Math.round((seconds * 1e6) / drainedMeanwhile)} µs`;
+    if (drainedMeanwhile > 0) {
+      report('drain once listening: server CPU per delivery', microsecondsPerDelivery(cpuAtEnd.processes - cpuAtStart.processes));
+      report('drain once listening: PostgreSQL CPU per delivery', microsecondsPerDelivery(cpuAtEnd.postgres - cpuAtStart.postgres));
+    }
   } finally {
     await restarted.stop();
   }
