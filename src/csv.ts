@@ -1,6 +1,6 @@
 import { pipeline, Readable, Transform, type TransformCallback } from 'node:stream';
 import type { ColumnType } from '../db/resources/definition';
-import { copyRowsStart } from './binary-copy';
+import { copyBytes, copyRowsStart } from './binary-copy';
 
 /*
  * The CSV the API sends: UTF-8 with BOM, comma-separated, CRLF line ends, a header row of the JSON
@@ -20,17 +20,9 @@ const space = 0x20;
 const lineFeed = 0x0a;
 const carriageReturn = 0x0d;
 const tab = 0x09;
-// Shorter fields are copied byte by byte: a native copy costs more than it saves on them.
-const nativeCopyFrom = 48;
 
 function isFormulaStart(byte: number): boolean {
   return byte === 0x3d || byte === 0x2b || byte === 0x2d || byte === 0x40 || byte === tab || byte === carriageReturn;
-}
-
-function copyBytes(source: Buffer, start: number, end: number, target: Buffer, at: number): number {
-  if (end - start >= nativeCopyFrom) return at + source.copy(target, at, start, end);
-  for (let i = start; i < end; i++) target[at++] = source[i]!;
-  return at;
 }
 
 // What a byte may call for: quotes (a quote, a comma, a line break) or a closer look (0xEF, the

@@ -1,5 +1,5 @@
 import type { ColumnType } from '../db/resources/definition';
-import { copyRowsStart } from './binary-copy';
+import { copyBytes, copyRowsStart } from './binary-copy';
 
 /*
  * A page of rows as the JSON array the API sends, written from PostgreSQL's binary COPY of the
@@ -98,13 +98,13 @@ export function jsonRowsFromCopy(
       at += 4;
       // The key, then at most 6 bytes per byte of the value (\u00XX), its quotes, and the closing brace.
       reserve(longestKey + (length < 0 ? 4 : 6 * length + 2) + 1);
-      written = copyField(keys[field]!, 0, keys[field]!.length, out, written);
+      written = copyBytes(keys[field]!, 0, keys[field]!.length, out, written);
       if (length < 0) {
-        written = copyField(nullBytes, 0, nullBytes.length, out, written);
+        written = copyBytes(nullBytes, 0, nullBytes.length, out, written);
         continue;
       }
       if (at + length > end) throw new Error('COPY output ended within a field');
-      written = numeric[field] ? copyField(copy, at, at + length, out, written) : writeJsonString(copy, at, at + length, out, written);
+      written = numeric[field] ? copyBytes(copy, at, at + length, out, written) : writeJsonString(copy, at, at + length, out, written);
       at += length;
     }
     out[written++] = 0x7d; // }
@@ -112,15 +112,6 @@ export function jsonRowsFromCopy(
   reserve(1);
   out[written++] = 0x5d; // ]
   return { json: out.subarray(0, written), count };
-}
-
-// Shorter fields are copied byte by byte: a native copy costs more than it saves on them.
-const nativeCopyFrom = 48;
-
-function copyField(source: Buffer, start: number, end: number, target: Buffer, at: number): number {
-  if (end - start >= nativeCopyFrom) return at + source.copy(target, at, start, end);
-  for (let i = start; i < end; i++) target[at++] = source[i]!;
-  return at;
 }
 
 /** A text as a JSON string: copied as it is read, and written again escaped in the rare case it holds a byte to escape. */

@@ -3,7 +3,7 @@ import { Readable, type TransformOptions } from 'node:stream';
 import zlib from 'node:zlib';
 import { type AsyncFlateStreamHandler, Zip, type ZipInputFile } from 'fflate';
 import type { ColumnType } from '../db/resources/definition';
-import { copyRowsStart } from './binary-copy';
+import { copyBytes, copyRowsStart } from './binary-copy';
 
 /*
  * The xlsx workbook the API sends, written as SpreadsheetML bytes straight from the UTF-8 bytes of
@@ -240,16 +240,6 @@ function isDigit(byte: number | undefined): boolean {
 
 function isHexDigit(byte: number | undefined): boolean {
   return byte !== undefined && (isDigit(byte) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66));
-}
-
-/** Writes `source[start, end)` at `at` in `target`; returns where it ends. Short runs are copied byte by byte: a native copy costs more on them. */
-function copyBytes(source: Uint8Array, start: number, end: number, target: Buffer, at: number): number {
-  if (end - start >= 48) {
-    target.set(source.subarray(start, end), at);
-    return at + end - start;
-  }
-  for (let i = start; i < end; i++) target[at++] = source[i]!;
-  return at;
 }
 
 function writeAscii(text: string, target: Buffer, at: number): number {
