@@ -9,7 +9,8 @@ import { cpuSeconds, freePort, type LoadResult, load, openBenchDatabase, percent
 
 /**
  * Issue 2: authenticated GET /users?limit=100 on an organisation of 5,000 learners, side by side
- * with a bare Fastify + pg server running the same SQL. Target: ours within 1.3x of its throughput.
+ * with a bare Fastify + pg server running the same SQL. Target: ours within 1.3x of its throughput
+ * (issue 2), now 1.15x (issue 17).
  */
 const learners = 5000;
 const database = await openBenchDatabase('bench_users');
@@ -101,7 +102,7 @@ try {
   report('bare Fastify + pg, same SQL: requests/s, p50, p99', summary('bare'));
   report('ours: CPU per request', microsecondsPerRequest('ours'));
   report('bare: CPU per request', microsecondsPerRequest('bare'));
-  report('bare / ours throughput', ratio.toFixed(2), { text: '<= 1.30', met: ratio <= 1.3 });
+  report('bare / ours throughput', ratio.toFixed(2), { text: '<= 1.15', met: ratio <= 1.15 });
 } finally {
   bare.kill('SIGTERM');
   await ours.stop();
