@@ -34,6 +34,9 @@ afterEach(async () => {
   await running.receiver?.close();
   delete running.worker;
   delete running.receiver;
+  // A test's endpoints go with it: else a later test's events fan out to them too, and a later
+  // receiver given the same port by the system receives their deliveries (seen: 2 extra requests).
+  await sql`delete from webhook_endpoints`.execute(database.db);
 });
 
 /** A worker on the test database, with a schedule in seconds. */
