@@ -129,7 +129,7 @@ export async function recordEvents(trx: DB, events: readonly NewEvent[]): Promis
 
 /*
  * The pg-boss side of deliveries. A job carries the ids of deliveries created or planned together
- * (those of one transaction's events, the retries due in one second, a sweep) and says "look at
+ * (the events recorded together, the retries due in one second, a sweep) and says "look at
  * these deliveries at this time": each `webhook_deliveries` row says what to send and whether it is
  * still due, and its lease says who may send it. So a duplicate or late job is harmless, and a
  * missing one is recreated by the worker's sweep.
@@ -186,15 +186,14 @@ let jobWriter: PgBoss | null = null;
  * transaction commits): one per due second, of at most `deliveriesPerJob`, starting when the last
  * of its deliveries is due. Those due now wake a worker up at commit, unless the caller has already
  * asked for that (`wake: false`). A `singletonKey` (the sweep's, for deliveries that make one job)
- * keeps the job out while one of that key waits. Returns the ids of the jobs (pg-boss's bulk insert
- * does not say which ones a key kept out).
+ * keeps the job out while one of that key waits.
  */
 export async function queueDeliveryJobs(
   trx: DB,
   deliveries: { id: string; startAfterSeconds?: number }[],
   options: { wake?: boolean; singletonKey?: string } = {},
-): Promise<string[]> {
-  if (deliveries.length === 0) return [];
+): Promise<void> {
+  if (deliveries.length === 0) return;
   const byDueSecond = new Map<number, typeof deliveries>();
   for (const delivery of deliveries) {
     const second = Math.ceil(delivery.startAfterSeconds ?? 0);
@@ -220,7 +219,6 @@ export async function queueDeliveryJobs(
   await jobWriter.insert(jobs, { db: kyselyExecutor(trx) });
   if (options.wake !== false && deliveries.some((delivery) => !delivery.startAfterSeconds))
     await sql`select pg_notify(${deliveryChannel}, '')`.execute(trx);
-  return jobs.map((job) => job.id);
 }
 // ---------------------------------------------------------------------------------------------
 // 3. Claim the due deliveries
