@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { Readable, type TransformOptions } from 'node:stream';
+import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { type AsyncFlateStreamHandler, Zip, type ZipInputFile } from 'fflate';
 import type { ColumnType } from '../db/resources/definition';
@@ -90,15 +90,31 @@ async function* batchesOfObjects(
 /**
  * The rows of PostgreSQL's binary COPY of text fields (db/resources/rendering.ts textFieldsOf), a
  * batch for each piece of output that holds whole rows: a row cut between two pieces waits for the
- * next one. Leaving early (the client went away) destroys the COPY, which gives up its connection.
+ * next one. A batch holds until the next one is asked for: its bytes and offsets are reused for the
+ * one after (memory taken anew for each piece made V8 collect its old space every 50 ms, a fifth of
+ * the export's CPU). Leaving early (the client went away) destroys the COPY, which gives up its
+ * connection.
  */
 async function* batchesOfCopy(copy: Readable, fieldsPerRow: number): AsyncGenerator<RowBatch> {
   let pending: Buffer | null = null;
+  // A cut row and the next piece, joined in one of two buffers in turn: the cut row lies in the other.
+  const joined = [Buffer.alloc(0), Buffer.alloc(0)];
+  let turn = 0;
+  let starts = new Int32Array(0);
+  let ends = new Int32Array(0);
   let headerRead = false;
   let trailerRead = false;
   for await (const chunk of copy as AsyncIterable<Buffer>) {
-    const input: Buffer = pending === null ? chunk : Buffer.concat([pending, chunk]);
-    pending = null;
+    let input = chunk;
+    if (pending !== null) {
+      const length = pending.length + chunk.length;
+      if (joined[turn]!.length < length) joined[turn] = Buffer.allocUnsafe(Math.max(length, 2 * joined[turn]!.length));
+      input = joined[turn]!.subarray(0, length);
+      pending.copy(input, 0);
+      chunk.copy(input, pending.length);
+      turn = 1 - turn;
+      pending = null;
+    }
     let at = 0;
     if (!headerRead) {
       const rowsStart = copyRowsStart(input);
@@ -111,8 +127,10 @@ async function* batchesOfCopy(copy: Readable, fieldsPerRow: number): AsyncGenera
     }
     // Each field takes at least its 4-byte length: the input bounds the number of rows.
     const room = Math.ceil((input.length - at) / (2 + 4 * fieldsPerRow)) * fieldsPerRow;
-    const starts = new Int32Array(room);
-    const ends = new Int32Array(room);
+    if (starts.length < room) {
+      starts = new Int32Array(2 * room);
+      ends = new Int32Array(2 * room);
+    }
     let rows = 0;
     wholeRows: while (at + 2 <= input.length) {
       const fields = input.readInt16BE(at);
@@ -144,6 +162,12 @@ async function* batchesOfCopy(copy: Readable, fieldsPerRow: number): AsyncGenera
     if (rows > 0) yield { bytes: input, rows, starts, ends };
   }
   if (!trailerRead) throw new Error('COPY output ended before its trailer');
+}
+
+/** A batch that outlives the next one (batchesOfCopy reuses its memory): a copy of its own. */
+function keptBatch(batch: RowBatch, columns: number): RowBatch {
+  const fields = batch.rows * columns;
+  return { bytes: Buffer.from(batch.bytes), rows: batch.rows, starts: batch.starts.slice(0, fields), ends: batch.ends.slice(0, fields) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -222,6 +246,15 @@ const textEnd = ascii('</t></is></c>');
 const cellOverhead = 80;
 // A value's byte becomes at most 7 (`_x001F_` for a control character).
 const escapedBytesPerByte = 7;
+/**
+ * Rows go to zlib in pieces of 512 KB of XML, up to 2 of them waiting (see DeflatedPart.writePiece):
+ * zlib deflates one in a single pass off the main thread while the next is written. A buffer for
+ * each batch of COPY output (some 150 KB), under the stream's 'drain', left zlib waiting for the
+ * main thread and the main thread for zlib (an export 10% slower). 1 and 2 MB pieces measured the
+ * same as 512 KB, for more memory and more of the COPY read ahead of a reader who stops reading.
+ */
+const xmlPieceBytes = 512 * 1024;
+const queuedPieces = 2;
 
 const ampersand = 0x26;
 const lessThan = 0x3c;
@@ -370,23 +403,43 @@ class SheetRowsWriter {
   readonly #types: readonly ColumnType[];
   /** `<c r="B` of each column, its row number to follow. */
   readonly #cellStarts: readonly Buffer[];
-  #scratch = Buffer.allocUnsafe(0);
+  /** Memory of pieces that zlib has deflated, for the next ones (see `reuse`). */
+  readonly #free: ArrayBuffer[] = [];
+  /** The piece being filled, up to `#at`. */
+  #piece: Buffer = Buffer.alloc(0);
+  #at = 0;
 
   constructor(columns: readonly SheetColumn[]) {
     this.#types = columns.map((column) => column.type);
     this.#cellStarts = columns.map((_, index) => ascii(`<c r="${columnLetters(index)}`));
   }
 
-  /** Rows `from` to `to` (excluded) of the batch, the first numbered `firstRowNumber`, as a buffer of their own. */
-  rows(batch: RowBatch, from: number, to: number, firstRowNumber: number): Buffer {
+  /**
+   * Writes rows `from` to `to` (excluded) of the batch, the first numbered `firstRowNumber`, into
+   * the piece being filled; returns the pieces that filled up on the way, to deflate. A piece is
+   * the caller's until it gives it back to `reuse`: zlib holds what it is given until deflated.
+   */
+  rows(batch: RowBatch, from: number, to: number, firstRowNumber: number): Buffer[] {
     const columns = this.#types.length;
     const source = batch.bytes;
-    // Room for every value escaped and every cell's markup.
-    const room = escapedBytesPerByte * source.length + (to - from) * (columns + 1) * cellOverhead;
-    if (this.#scratch.length < room) this.#scratch = Buffer.allocUnsafe(room);
-    const out = this.#scratch;
-    let at = 0;
+    const full: Buffer[] = [];
+    let out = this.#piece;
+    let at = this.#at;
     for (let row = from; row < to; row++) {
+      // Room for the row's values escaped (its fields lie together in the source) and its markup.
+      let first = -1;
+      let last = -1;
+      for (let field = row * columns; field < (row + 1) * columns; field++) {
+        if (batch.starts[field]! < 0) continue;
+        if (first < 0) first = batch.starts[field]!;
+        last = batch.ends[field]!;
+      }
+      const room = escapedBytesPerByte * (last - first) + (columns + 1) * cellOverhead;
+      if (at + room > out.length) {
+        if (at > 0) full.push(out.subarray(0, at));
+        out = this.#take(room);
+        at = 0;
+      }
       const rowNumber = String(firstRowNumber + row - from);
       at = copyBytes(rowStart, 0, rowStart.length, out, at);
       at = writeAscii(rowNumber, out, at);
@@ -401,8 +454,31 @@ class SheetRowsWriter {
       }
       at = copyBytes(rowEnd, 0, rowEnd.length, out, at);
     }
-    // A copy of its own: zlib holds the buffer it is given until it has deflated it.
-    return Buffer.from(out.subarray(0, at));
+    this.#piece = out;
+    this.#at = at;
+    return full;
+  }
+
+  /** The piece being filled, as it stands (null when empty): the sheet ends. */
+  flush(): Buffer | null {
+    if (this.#at === 0) return null;
+    const piece = this.#piece.subarray(0, this.#at);
+    this.#piece = Buffer.alloc(0);
+    this.#at = 0;
+    return piece;
+  }
+
+  /**
+   * Takes back the memory of a piece once deflated: memory taken anew for each piece of rows made V8
+   * collect its old space every 50 ms (a third more bytes than the CSV's whole output go through).
+   */
+  reuse(piece: Buffer): void {
+    this.#free.push(piece.buffer as ArrayBuffer);
+  }
+
+  #take(room: number): Buffer {
+    const free = this.#free.pop();
+    return free !== undefined && free.byteLength >= room ? Buffer.from(free) : Buffer.allocUnsafeSlow(Math.max(room, xmlPieceBytes));
   }
 
   /** The rest of a cell after its reference: its format, type and value. */
@@ -502,16 +578,22 @@ const sheetEndXml = '</sheetData></worksheet>';
  * the file for 3 times the time.
  */
 const compressionLevel = 1;
-// Up to 1 MB waits for zlib, so that the next rows are written while it deflates the last ones
-// (zlib passes the stream options on to its Transform).
-const deflateOptions: zlib.ZlibOptions & TransformOptions = { level: compressionLevel, chunkSize: 128 * 1024, highWaterMark: 1024 * 1024 };
+// An output buffer that holds a whole piece deflated (XML deflates to about an eighth), so that a
+// piece takes zlib one pass.
+const deflateOptions: zlib.ZlibOptions = { level: compressionLevel, chunkSize: 256 * 1024 };
 
 const maxPartBytes = 0xffff_ffff;
 
+// A gzip member is a 10-byte header (Node's zlib writes no name nor comment), the raw deflate a zip
+// entry holds, and an 8-byte trailer: the CRC-32 of the data, then its size (both little-endian).
+const gzipHeaderBytes = 10;
+const gzipTrailerBytes = 8;
+
 /**
  * One part of the workbook as a zip entry that fflate lays out: deflated by Node's zlib off the main
- * thread, its CRC computed by zlib's (native) as its bytes go by. `write` answers false while zlib
- * holds more than it has deflated (`drained` then says when to go on).
+ * thread. zlib writes it as gzip, whose trailer carries the CRC-32 that a zip entry needs: zlib
+ * computes it off the main thread too (zlib.crc32 on the main thread took a tenth of its time), and
+ * the entry gets the deflate between the header and the trailer.
  */
 class DeflatedPart implements ZipInputFile {
   readonly compression = 8;
@@ -521,22 +603,47 @@ class DeflatedPart implements ZipInputFile {
   size = 0;
   crc = 0;
   ondata?: AsyncFlateStreamHandler;
-  readonly #deflate = zlib.createDeflateRaw(deflateOptions);
+  readonly #deflate = zlib.createGzip(deflateOptions);
+  #headerToSkip = gzipHeaderBytes;
+  /** The last bytes of zlib's output so far, held back until more come: at the end, the trailer. */
+  #held: Buffer = Buffer.alloc(0);
+  /** Resolves once the deflate is closed: ended, or stopped with the workbook. */
+  readonly #closed: Promise<unknown>;
+  /** Pieces of rows given to zlib and not deflated yet, oldest first: each resolves once deflated. */
+  readonly #queued: Promise<void>[] = [];
 
   constructor(readonly filename: string) {
-    // zlib's output is never over a SharedArrayBuffer.
-    this.#deflate.on('data', (bytes: Buffer<ArrayBuffer>) => this.ondata?.(null, bytes, false));
-    this.#deflate.on('end', () => this.ondata?.(null, new Uint8Array(0), true));
+    this.#deflate.on('data', (bytes: Buffer) => this.#gzipped(bytes));
+    this.#deflate.on('end', () => {
+      this.crc = this.#held.readUInt32LE(0);
+      this.ondata?.(null, new Uint8Array(0), true);
+    });
+    this.#closed = once(this.#deflate, 'close').catch(() => undefined);
   }
 
-  write(bytes: Buffer | string): boolean {
+  /**
+   * Deflates a piece of rows (SheetRowsWriter), then waits while zlib holds more than `queuedPieces`
+   * of them: it deflates one while the next is written, and the rows' source waits with the writer.
+   * `deflated` is called once zlib is done with the piece's memory.
+   */
+  async writePiece(piece: Buffer, deflated: () => void): Promise<void> {
+    let resolve!: () => void;
+    this.#queued.push(new Promise<void>((settle) => (resolve = settle)));
+    this.write(piece, () => {
+      deflated();
+      resolve();
+    });
+    while (this.#queued.length > queuedPieces) await Promise.race([this.#queued.shift(), this.#closed]);
+  }
+
+  /** Deflates the bytes; `deflated` is called once zlib is done with them. */
+  write(bytes: Buffer | string, deflated?: () => void): void {
     const buffer = typeof bytes === 'string' ? Buffer.from(bytes) : bytes;
-    this.crc = zlib.crc32(buffer, this.crc);
     this.size += buffer.length;
     // fflate writes no ZIP64: past 4 GiB a part's sizes would be wrong. A sheet's 1,048,575 rows
     // reach it only at 4 KB of XML each (an export's rows take 1 KB): a failed file, never a corrupt one.
     if (this.size > maxPartBytes) throw new Error(`${this.filename} exceeds the 4 GiB of a zip entry without ZIP64`);
-    return this.#deflate.write(buffer);
+    this.#deflate.write(buffer, deflated);
   }
 
   end(text: string): void {
@@ -544,21 +651,33 @@ class DeflatedPart implements ZipInputFile {
     this.#deflate.end();
   }
 
-  /** Resolves once zlib has deflated what it was given, or its stream is closed (the workbook stopped). */
-  async drained(): Promise<void> {
-    const stopWaiting = new AbortController();
-    try {
-      await Promise.race([
-        once(this.#deflate, 'drain', { signal: stopWaiting.signal }),
-        once(this.#deflate, 'close', { signal: stopWaiting.signal }),
-      ]);
-    } finally {
-      stopWaiting.abort();
-    }
-  }
-
   terminate(): void {
     this.#deflate.destroy();
+  }
+
+  /** Passes zlib's gzip output on without its header, holding back the last 8 bytes (the trailer, once it ends). */
+  #gzipped(output: Buffer): void {
+    let bytes = output;
+    if (this.#headerToSkip > 0) {
+      const skipped = Math.min(this.#headerToSkip, bytes.length);
+      bytes = bytes.subarray(skipped);
+      this.#headerToSkip -= skipped;
+    }
+    if (bytes.length === 0) return;
+    if (bytes.length < gzipTrailerBytes) {
+      bytes = Buffer.concat([this.#held, bytes]);
+      if (bytes.length <= gzipTrailerBytes) {
+        this.#held = bytes;
+        return;
+      }
+    } else this.#pass(this.#held);
+    this.#pass(bytes.subarray(0, bytes.length - gzipTrailerBytes));
+    this.#held = bytes.subarray(bytes.length - gzipTrailerBytes);
+  }
+
+  #pass(bytes: Buffer): void {
+    // zlib's output is never over a SharedArrayBuffer.
+    if (bytes.length > 0) this.ondata?.(null, bytes as Buffer<ArrayBuffer>, false);
   }
 }
 
@@ -608,7 +727,7 @@ async function writeWorkbook(
     const firstBatches: RowBatch[] = [];
     let next = await batches.next();
     for (let rows = 0; !next.done; next = await batches.next()) {
-      firstBatches.push(next.value);
+      firstBatches.push(keptBatch(next.value, columns.length));
       rows += next.value.rows;
       if (rows >= measuredRows) break;
     }
@@ -625,19 +744,22 @@ async function writeWorkbook(
     };
     sheet = openSheet();
     let rowsInSheet = 0;
+    const deflate = async (piece: Buffer | null) => {
+      if (piece !== null) await sheet!.writePiece(piece, () => rowsWriter.reuse(piece));
+    };
     const write = async (batch: RowBatch) => {
       for (let from = 0; from < batch.rows; ) {
         if (rowsInSheet === rowsPerSheet) {
+          await deflate(rowsWriter.flush());
           sheet!.end(sheetEndXml);
           sheet = openSheet();
           rowsInSheet = 0;
         }
         const to = Math.min(batch.rows, from + rowsPerSheet - rowsInSheet);
         // Row 1 is the header.
-        const taken = sheet!.write(rowsWriter.rows(batch, from, to, rowsInSheet + 2));
+        for (const piece of rowsWriter.rows(batch, from, to, rowsInSheet + 2)) await deflate(piece);
         rowsInSheet += to - from;
         from = to;
-        if (!taken) await sheet!.drained();
       }
       await output.room();
     };
@@ -646,6 +768,7 @@ async function writeWorkbook(
       for (next = await batches.next(); !next.done && !output.destroyed; next = await batches.next()) await write(next.value);
     }
     if (output.destroyed) return;
+    await deflate(rowsWriter.flush());
     sheet.end(sheetEndXml);
     sheet = null;
     const parts: [string, string][] = [

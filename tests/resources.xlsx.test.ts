@@ -6,6 +6,7 @@ import path from 'node:path';
 import { pipeline, Transform } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import zlib from 'node:zlib';
 import { strFromU8, unzipSync } from 'fflate';
 import { sql } from 'kysely';
 import Papa from 'papaparse';
@@ -47,9 +48,28 @@ interface Workbook {
   parts: Record<string, string>;
 }
 
+/** The CRC-32 and size that each entry of a zip declares (in its central directory), by path. */
+function declaredEntries(file: Buffer): Record<string, { crc: number; size: number }> {
+  const directoryEnd = file.lastIndexOf(Buffer.from('PK\x05\x06', 'latin1'));
+  const entries: Record<string, { crc: number; size: number }> = {};
+  let at = file.readUInt32LE(directoryEnd + 16);
+  for (let entry = 0; entry < file.readUInt16LE(directoryEnd + 10); entry++) {
+    expect(file.toString('latin1', at, at + 4)).toBe('PK\x01\x02');
+    const nameLength = file.readUInt16LE(at + 28);
+    entries[file.toString('utf8', at + 46, at + 46 + nameLength)] = { crc: file.readUInt32LE(at + 16), size: file.readUInt32LE(at + 24) };
+    at += 46 + nameLength + file.readUInt16LE(at + 30) + file.readUInt16LE(at + 32);
+  }
+  return entries;
+}
+
+/** A workbook's sheets and parts, once each part is checked against the CRC-32 and size its zip entry declares (a reader checks them). */
 async function readWorkbook(file: Buffer): Promise<Workbook> {
   const sheets = await readXlsxFile(file, { trim: false });
-  const parts = Object.fromEntries(Object.entries(unzipSync(new Uint8Array(file))).map(([name, bytes]) => [name, strFromU8(bytes)]));
+  const unzipped = unzipSync(new Uint8Array(file));
+  const declared = declaredEntries(file);
+  expect(Object.keys(declared).sort()).toEqual(Object.keys(unzipped).sort());
+  for (const [name, bytes] of Object.entries(unzipped)) expect(declared[name], name).toEqual({ crc: zlib.crc32(bytes), size: bytes.length });
+  const parts = Object.fromEntries(Object.entries(unzipped).map(([name, bytes]) => [name, strFromU8(bytes)]));
   return { sheets: sheets.map((sheet) => ({ name: sheet.sheet, rows: sheet.data as unknown as Cell[][] })), parts };
 }
 
@@ -356,6 +376,24 @@ describe('the workbook stream', () => {
     const rows = workbook.sheets[0]!.rows;
     expect(rows).toHaveLength(1 + 80_000);
     expect(rows[80_000]).toEqual([noise(79_999), 79_999]);
+  });
+
+  it('writes a row larger than the pieces of XML that go to zlib (a text of 1 MB, escaped to several), between rows that fit', async () => {
+    const large = 'a<b&c>\u0001_x0041_'.repeat(70_000);
+    async function* rows() {
+      yield [{ texte: 'avant', nombre: 1 }];
+      yield [
+        { texte: large, nombre: 2 },
+        { texte: 'après', nombre: 3 },
+      ];
+    }
+    const workbook = await readWorkbook(await bytesOf(xlsxStream('logins', columns, rows())));
+    expect(workbook.sheets[0]!.rows).toEqual([
+      ['texte', 'nombre'],
+      ['avant', 1],
+      [large, 2],
+      ['après', 3],
+    ]);
   });
 
   it('closes its source when the reader goes away', async () => {
