@@ -5,6 +5,7 @@ import { type Config, loadConfig } from './config';
 import type { ServerContext } from './context';
 import { isDatabaseUnavailable } from './database-faults';
 import { createRenderPool, type RenderPoolWarmUp } from './pdf/render-pool';
+import { collectStartGarbage } from './start-garbage';
 import { watchStartPhases } from './start-phases';
 
 /**
@@ -180,6 +181,7 @@ async function main(): Promise<void> {
     process.exit(1);
   });
 
+  collectStartGarbage();
   try {
     await app.listen({ port: config.port, host: config.host });
   } catch (error) {
