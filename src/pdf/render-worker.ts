@@ -1,6 +1,5 @@
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { collectStartGarbage } from '../start-garbage';
 import { type ActivityReportData, buildActivityReport } from './activity-report';
 import { renderPdf } from './render';
 import { warmUpReportData } from './warm-up-report';
@@ -63,7 +62,6 @@ if (!warmsUpFirst) lowerPriority();
 const warmedUp: Promise<boolean> = warmsUpFirst
   ? warmUp().then(
       (pdfBytes) => {
-        collectStartGarbage();
         lowerPriority();
         post({ kind: 'warmed-up', pdfBytes });
         return true;
