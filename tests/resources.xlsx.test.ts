@@ -68,7 +68,8 @@ async function readWorkbook(file: Buffer): Promise<Workbook> {
   const unzipped = unzipSync(new Uint8Array(file));
   const declared = declaredEntries(file);
   expect(Object.keys(declared).sort()).toEqual(Object.keys(unzipped).sort());
-  for (const [name, bytes] of Object.entries(unzipped)) expect(declared[name], name).toEqual({ crc: zlib.crc32(bytes), size: bytes.length });
+  for (const [name, bytes] of Object.entries(unzipped))
+    expect(declared[name], name).toEqual({ crc: zlib.crc32(bytes), size: bytes.length });
   const parts = Object.fromEntries(Object.entries(unzipped).map(([name, bytes]) => [name, strFromU8(bytes)]));
   return { sheets: sheets.map((sheet) => ({ name: sheet.sheet, rows: sheet.data as unknown as Cell[][] })), parts };
 }
