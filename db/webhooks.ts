@@ -159,7 +159,7 @@ export function kyselyExecutor(db: DB): PgBoss.Db {
  * own (a job without one would share the empty key with all the others), except the sweep's: one
  * waiting at a time, however many processes sweep.
  */
-export const deliveryQueueOptions = {
+const deliveryQueueOptions = {
   policy: 'short',
   retryLimit: 2,
   retryDelay: 5,
@@ -167,12 +167,35 @@ export const deliveryQueueOptions = {
   retentionMinutes: 14 * 24 * 60,
 } as const satisfies Omit<PgBoss.Queue, 'name'>;
 
+/** The session advisory lock under which a process creates the delivery queue (createDeliveryQueue). */
+export const deliveryQueueCreationLock = 1_702_112_617;
+
+/**
+ * Creates the delivery queue unless it exists, one process at a time. pg-boss's create_queue is not
+ * safe against itself: two processes that create the queue at once, on a new database, can deadlock:
+ * one's insert of the queue row waits for the other's transaction, which waits, to add its foreign
+ * key, for the lock that the insert holds. That happened in 1 start of 60 in a reproduction (two
+ * pg-boss instances started together), and to CI's two servers of enrolment.concurrency. The
+ * processes take turns under a session advisory lock, held on a connection of `db`'s pool (a pool
+ * of one would leave none for a boss that runs on it, as installDeliveryQueue's does).
+ */
+export async function createDeliveryQueue(boss: PgBoss, db: DB): Promise<void> {
+  await db.connection().execute(async (connection) => {
+    await sql`select pg_advisory_lock(${sql.lit(deliveryQueueCreationLock)})`.execute(connection);
+    try {
+      await boss.createQueue(deliveryQueue, { name: deliveryQueue, ...deliveryQueueOptions });
+    } finally {
+      await sql`select pg_advisory_unlock(${sql.lit(deliveryQueueCreationLock)})`.execute(connection);
+    }
+  });
+}
+
 /** Installs (or upgrades) pg-boss's schema and creates the queue; idempotent. */
 export async function installDeliveryQueue(db: DB): Promise<void> {
   const boss = new PgBoss({ db: kyselyExecutor(db), supervise: false, schedule: false, migrate: true });
   await boss.start();
   try {
-    await boss.createQueue(deliveryQueue, { name: deliveryQueue, ...deliveryQueueOptions });
+    await createDeliveryQueue(boss, db);
   } finally {
     await boss.stop({ graceful: false, wait: true });
   }

@@ -1,9 +1,11 @@
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   createEndpoint,
   type DeliveryJob,
   deliveryQueue,
+  deliveryQueueCreationLock,
   disableEndpoint,
   type EventData,
   enableEndpoint,
@@ -245,5 +247,37 @@ describe('jobs queued again', () => {
     expect(jobs.map((job) => sorted(job.data.deliveryIds))).toEqual([sorted(overdue), [later]]);
     expect(jobs[0]!.starts_in).toBeLessThanOrEqual(0);
     expect(jobs[1]!.starts_in).toBeGreaterThan(3590);
+  });
+});
+
+describe('the delivery queue', () => {
+  const queues = async () =>
+    (await sql<{ n: number }>`select count(*)::int as n from pgboss.queue where name = ${deliveryQueue}`.execute(database.db)).rows[0]!.n;
+
+  it("is created one process at a time, under an advisory lock: pg-boss's own creation could deadlock when two servers started together", async () => {
+    await sql`select pgboss.delete_queue(${deliveryQueue})`.execute(database.db);
+    // Another process creating the queue holds the lock.
+    const otherProcess = new pg.Client({ connectionString: database.url });
+    await otherProcess.connect();
+    let installing: Promise<void> | undefined;
+    try {
+      await otherProcess.query('select pg_advisory_lock($1)', [deliveryQueueCreationLock]);
+      let installed = false;
+      installing = installDeliveryQueue(database.db).then(() => {
+        installed = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(installed).toBe(false);
+      expect(await queues()).toBe(0);
+      await otherProcess.query('select pg_advisory_unlock($1)', [deliveryQueueCreationLock]);
+      await installing;
+      expect(await queues()).toBe(1);
+      // Created once, it is left as it is: a second process's creation is a no-op.
+      await installDeliveryQueue(database.db);
+      expect(await queues()).toBe(1);
+    } finally {
+      await otherProcess.end();
+      await installing;
+    }
   });
 });

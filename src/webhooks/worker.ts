@@ -4,10 +4,10 @@ import type { DB } from '../../db/connection';
 import {
   type ClaimedDelivery,
   claimDeliveries,
+  createDeliveryQueue,
   type DeliveryJob,
   deliveryChannel,
   deliveryQueue,
-  deliveryQueueOptions,
   recordAttempts,
   requeueOverdueDeliveries,
 } from '../../db/webhooks';
@@ -146,7 +146,7 @@ async function startQueue(options: WebhookDeliveryOptions, log: Logger, state: {
     else log.warn({ err: briefly(error) }, 'webhooks : erreur de la file pg-boss');
   });
   await boss.start();
-  await boss.createQueue(deliveryQueue, { name: deliveryQueue, ...deliveryQueueOptions });
+  await createDeliveryQueue(boss, options.db);
   return boss;
 }
 
