@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
-import { createQueryId, Kysely, PostgresDialect, PostgresQueryCompiler, type RawBuilder } from 'kysely';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createQueryId, Kysely, PostgresDialect, PostgresQueryCompiler, type RawBuilder, sql } from 'kysely';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import Cursor from 'pg-cursor';
@@ -397,4 +398,34 @@ export function createDb(connectionString: string, options: PoolOptions = {}): D
     readTimeoutMs: queryTimeoutMs ? queryTimeoutMs + 1000 : 0,
   });
   return db;
+}
+
+/**
+ * The session advisory locks under which server processes that start together take turns (each
+ * number is this project's own, so that none is taken for another).
+ */
+export const advisoryLocks = {
+  /** Creating pg-boss's delivery queue (db/webhooks.ts createDeliveryQueue). */
+  deliveryQueueCreation: 1_702_112_617,
+  /** A first start's demo organisation (src/demo.ts). */
+  demoSeed: 1_702_112_618,
+} as const;
+
+/**
+ * Runs `action` while this process holds the session advisory lock `lock`, on a connection of
+ * `db`'s pool kept for it (so the action needs another: not for a pool of one). The lock is asked
+ * with pg_try_advisory_lock every 50 ms rather than waited for in one statement, which the
+ * statement time limit would end while another process takes its turn (a demo's seeding takes
+ * seconds). A process that dies releases its lock with its connection.
+ */
+export async function withAdvisoryLock<T>(db: DB, lock: number, action: () => Promise<T>): Promise<T> {
+  return db.connection().execute(async (connection) => {
+    const tryLock = sql<{ locked: boolean }>`select pg_try_advisory_lock(${sql.lit(lock)}) as locked`;
+    while (!(await tryLock.execute(connection)).rows[0]!.locked) await sleep(50);
+    try {
+      return await action();
+    } finally {
+      await sql`select pg_advisory_unlock(${sql.lit(lock)})`.execute(connection);
+    }
+  });
 }

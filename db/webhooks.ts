@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { CompiledQuery, type Expression, type RawBuilder, sql } from 'kysely';
 import PgBoss from 'pg-boss';
 import type { components, webhooks } from '../codegen/openapi';
-import type { DB } from './connection';
+import { advisoryLocks, type DB, withAdvisoryLock } from './connection';
 import { parisRfc3339 } from './render';
 import type { DeliveryStatus } from './tables/webhooks';
 
@@ -167,27 +167,18 @@ const deliveryQueueOptions = {
   retentionMinutes: 14 * 24 * 60,
 } as const satisfies Omit<PgBoss.Queue, 'name'>;
 
-/** The session advisory lock under which a process creates the delivery queue (createDeliveryQueue). */
-export const deliveryQueueCreationLock = 1_702_112_617;
-
 /**
  * Creates the delivery queue unless it exists, one process at a time. pg-boss's create_queue is not
  * safe against itself: two processes that create the queue at once, on a new database, can deadlock:
  * one's insert of the queue row waits for the other's transaction, which waits, to add its foreign
  * key, for the lock that the insert holds. That happened in 1 start of 60 in a reproduction (two
  * pg-boss instances started together), and to CI's two servers of enrolment.concurrency. The
- * processes take turns under a session advisory lock, held on a connection of `db`'s pool (a pool
- * of one would leave none for a boss that runs on it, as installDeliveryQueue's does).
+ * processes take turns under an advisory lock.
  */
 export async function createDeliveryQueue(boss: PgBoss, db: DB): Promise<void> {
-  await db.connection().execute(async (connection) => {
-    await sql`select pg_advisory_lock(${sql.lit(deliveryQueueCreationLock)})`.execute(connection);
-    try {
-      await boss.createQueue(deliveryQueue, { name: deliveryQueue, ...deliveryQueueOptions });
-    } finally {
-      await sql`select pg_advisory_unlock(${sql.lit(deliveryQueueCreationLock)})`.execute(connection);
-    }
-  });
+  await withAdvisoryLock(db, advisoryLocks.deliveryQueueCreation, () =>
+    boss.createQueue(deliveryQueue, { name: deliveryQueue, ...deliveryQueueOptions }),
+  );
 }
 
 /** Installs (or upgrades) pg-boss's schema and creates the queue; idempotent. */

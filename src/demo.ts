@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createApiKey } from '../db/api-keys';
-import type { DB } from '../db/connection';
+import { advisoryLocks, type DB, withAdvisoryLock } from '../db/connection';
 import { addLicences, countOrganisations, createOrganisation } from '../db/organisations';
 import { displayPrefix, generateApiKey, hashApiKey } from './api-keys';
 import type { Config } from './config';
@@ -24,10 +24,15 @@ function demoKeysFile(config: Config): string {
 /**
  * On the first start of an empty database: a demo organisation with licences and a read and a
  * write key. The keys are kept in DATA_DIR/demo-keys.json (a local development file) so that each
- * start can print them again; in the database they exist only as hashes, as every key.
+ * start can print them again; in the database they exist only as hashes, as every key. Processes
+ * that start together on an empty database take turns: only the first seeds.
  */
 export async function seedDemoOnFirstStart(db: DB, config: Config): Promise<DemoKeys | null> {
   if (!config.demo) return null;
+  return withAdvisoryLock(db, advisoryLocks.demoSeed, () => seedOnEmptyDatabase(db, config));
+}
+
+async function seedOnEmptyDatabase(db: DB, config: Config): Promise<DemoKeys | null> {
   if ((await countOrganisations(db)) === 0) {
     const keys = await db.transaction().execute(async (trx) => {
       const organisation = await createOrganisation(trx, { name: 'Organisme de démonstration', allowedEmailDomains: [] });

@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { advisoryLocks } from '../db/connection';
 import {
   createEndpoint,
   type DeliveryJob,
   deliveryQueue,
-  deliveryQueueCreationLock,
   disableEndpoint,
   type EventData,
   enableEndpoint,
@@ -261,7 +261,7 @@ describe('the delivery queue', () => {
     await otherProcess.connect();
     let installing: Promise<void> | undefined;
     try {
-      await otherProcess.query('select pg_advisory_lock($1)', [deliveryQueueCreationLock]);
+      await otherProcess.query('select pg_advisory_lock($1)', [advisoryLocks.deliveryQueueCreation]);
       let installed = false;
       installing = installDeliveryQueue(database.db).then(() => {
         installed = true;
@@ -269,7 +269,7 @@ describe('the delivery queue', () => {
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect(installed).toBe(false);
       expect(await queues()).toBe(0);
-      await otherProcess.query('select pg_advisory_unlock($1)', [deliveryQueueCreationLock]);
+      await otherProcess.query('select pg_advisory_unlock($1)', [advisoryLocks.deliveryQueueCreation]);
       await installing;
       expect(await queues()).toBe(1);
       // Created once, it is left as it is: a second process's creation is a no-op.
