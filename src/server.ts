@@ -182,8 +182,9 @@ async function main(): Promise<void> {
 
   // What the start allocated and dropped (modules, migrations, the demo) would stay resident until
   // the heap next fills, which an idle server's never does: a full collection gives it back. `gc`
-  // exists as `npm start` runs node (--expose-gc); not in the tests' servers. Not done in the render
-  // worker: after a collection, its first report was as slow as a cold one (430 against 300 ms of CPU).
+  // exists as `npm start` runs node (--expose-gc); run otherwise (tsx), this does nothing. Not done in
+  // the render worker: after a collection, its first report was as slow as a cold one (430 against
+  // 300 ms of CPU).
   (globalThis as { gc?: () => void }).gc?.();
   try {
     await app.listen({ port: config.port, host: config.host });
