@@ -41,10 +41,13 @@ function lowerPriority(): void {
 /**
  * How many times a worker renders the warm-up report before its first job. One render loads pdfmake
  * and the fonts, but the first real report still costs about three warm ones: the JIT needs several
- * passes, whatever the document, and measured on the bench's heaviest learner, six bring the first
- * report down to a warm one's cost. The worker's CPU for them is spent while the server starts.
+ * passes, whatever the document. After six, V8 was still optimizing pdfkit's and fontkit's functions
+ * through the first real reports (some 110 optimizations in the first two), which cost 240-260 ms
+ * of CPU against 170-230 warm (the bench's heaviest learner); after twelve, the first costs 180 ms,
+ * a warm one's. The worker's CPU for them is spent while the server starts, alongside its other
+ * steps: the start measured 2.4 s with six and with twelve.
  */
-const warmUpRenders = 6;
+const warmUpRenders = 12;
 
 async function warmUp(): Promise<number> {
   let pdfBytes = 0;
