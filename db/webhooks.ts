@@ -171,9 +171,9 @@ const deliveryQueueOptions = {
  * Creates the delivery queue unless it exists, one process at a time. pg-boss's create_queue is not
  * safe against itself: two processes that create the queue at once, on a new database, can deadlock:
  * one's insert of the queue row waits for the other's transaction, which waits, to add its foreign
- * key, for the lock that the insert holds. That happened in 1 start of 60 in a reproduction (two
- * pg-boss instances started together), and to CI's two servers of enrolment.concurrency. The
- * processes take turns under an advisory lock.
+ * key, for the lock that the insert holds. That happened in 4 starts of 180 in a reproduction (two
+ * pg-boss instances started together on a new database; none of 180 with the lock), and to the two
+ * servers of enrolment.concurrency. The processes take turns under an advisory lock.
  */
 export async function createDeliveryQueue(boss: PgBoss, db: DB): Promise<void> {
   await withAdvisoryLock(db, advisoryLocks.deliveryQueueCreation, () =>

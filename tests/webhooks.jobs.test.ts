@@ -74,14 +74,19 @@ async function waitingJobsOf(deliveryIds: string[]) {
 
 const sorted = (ids: string[]) => [...ids].sort();
 
+/** `count` events recorded together, to two endpoints: the deliveries of both. */
+async function recordedToTwoEndpoints(count: number): Promise<string[]> {
+  const [first, second] = [await newEndpoint(), await newEndpoint()];
+  await recordEvents(
+    database.db,
+    Array.from({ length: count }, () => enrolled()),
+  );
+  return [...(await deliveryIdsOf(first.id)), ...(await deliveryIdsOf(second.id))];
+}
+
 describe('the jobs of recorded events', () => {
   it('the deliveries of events recorded together make one job, to every endpoint', async () => {
-    const [first, second] = [await newEndpoint(), await newEndpoint()];
-    await recordEvents(
-      database.db,
-      Array.from({ length: 20 }, () => enrolled()),
-    );
-    const deliveries = [...(await deliveryIdsOf(first.id)), ...(await deliveryIdsOf(second.id))];
+    const deliveries = await recordedToTwoEndpoints(20);
     expect(deliveries).toHaveLength(40);
     const jobs = await waitingJobsOf(deliveries);
     expect(jobs).toHaveLength(1);
@@ -89,12 +94,7 @@ describe('the jobs of recorded events', () => {
   });
 
   it('past 1,000 deliveries, further jobs, each delivery listed once', async () => {
-    const [first, second] = [await newEndpoint(), await newEndpoint()];
-    await recordEvents(
-      database.db,
-      Array.from({ length: 600 }, () => enrolled()),
-    );
-    const deliveries = [...(await deliveryIdsOf(first.id)), ...(await deliveryIdsOf(second.id))];
+    const deliveries = await recordedToTwoEndpoints(600);
     const jobs = await waitingJobsOf(deliveries);
     expect(jobs.map((job) => job.data.deliveryIds.length).sort((a, b) => b - a)).toEqual([1000, 200]);
     expect(sorted(jobs.flatMap((job) => job.data.deliveryIds))).toEqual(sorted(deliveries));
