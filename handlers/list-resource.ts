@@ -3,6 +3,7 @@ import type { components } from '../codegen/openapi';
 import type { ResourceDefinition } from '../db/resources/definition';
 import { copyResourcePage, copyResourceRows, countResourceRows } from '../db/resources/list';
 import { csvAttachmentHeaders, csvFromCopy } from '../src/csv';
+import { jsonContentType } from '../src/error-handler';
 import { type JsonRows, jsonRowsFromCopy } from '../src/json-rows';
 import { sheetColumns, xlsxAttachmentHeaders, xlsxFromCopy } from '../src/xlsx';
 import type { HandlerContext, JsonAnswerOf, ListQuery, Meta, OperationHandler, OperationId, QueryOf } from './context';
@@ -10,7 +11,6 @@ import { nextPageLink } from './next-page-link';
 import { buildMeta, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
 
 const defaultLimit = 100;
-const jsonContentType = 'application/json; charset=utf-8';
 const noRows: JsonRows = { json: Buffer.from('[]'), count: 0 };
 const closingBrace = Buffer.from('}');
 

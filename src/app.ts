@@ -10,7 +10,7 @@ import { createAuthenticator, createSecurityHandlers } from './auth';
 import { conditionalJson } from './conditional-requests';
 import type { Config } from './config';
 import type { AppContext } from './context';
-import { clientErrorResponse, frameworkErrorResponse, installErrorHandler, sendApiError } from './error-handler';
+import { clientErrorResponse, frameworkErrorResponse, installErrorHandler, jsonContentType, sendApiError } from './error-handler';
 import { ApiError, serviceUnavailable } from './errors';
 import { registerHealthRoutes } from './health';
 import type { Metrics } from './metrics';
@@ -188,7 +188,7 @@ function superviseRequests(app: FastifyInstance, config: Config, metrics: Metric
  */
 async function registerDocument(app: FastifyInstance, document: Record<string, any>, docsLearnerEmail: string | undefined): Promise<void> {
   app.get(`${apiPrefix}/openapi.yaml`, async (_request, reply) => reply.type('application/yaml; charset=utf-8').send(openapiText));
-  app.get(`${apiPrefix}/openapi.json`, async (_request, reply) => reply.type('application/json; charset=utf-8').send(document));
+  app.get(`${apiPrefix}/openapi.json`, async (_request, reply) => reply.type(jsonContentType).send(document));
   await app.register(swagger, { mode: 'static', specification: { document: docsDocument(document, docsLearnerEmail) as never } });
   await app.register(swaggerUi, { routePrefix: `${apiPrefix}/docs` });
   for (const url of ['/', apiPrefix, `${apiPrefix}/`]) app.get(url, async (_request, reply) => reply.redirect(`${apiPrefix}/docs/`, 302));
@@ -272,15 +272,16 @@ async function registerApi(app: FastifyInstance, context: AppContext, document: 
     async (api) => {
       // Every answer of the API, 404 and 405 included, comes after the key and the rate limit: a
       // caller without a valid key learns nothing, not even which methods a path takes.
-      api.addHook(
-        'onRequest',
-        createAuthenticator(
-          db,
-          { limit: config.rateLimitPerMinute, windowSeconds: config.rateLimitWindowSeconds },
-          requiredScopesByRoute(document, apiPrefix),
-          (bucket) => metrics.rateLimitRefusals.inc({ bucket }),
-        ),
+      const { authenticate, awaitAdmission } = createAuthenticator(
+        db,
+        { limit: config.rateLimitPerMinute, windowSeconds: config.rateLimitWindowSeconds },
+        requiredScopesByRoute(document, apiPrefix),
+        (bucket) => metrics.rateLimitRefusals.inc({ bucket }),
+        (outcome) => metrics.answeredAhead.inc({ outcome }),
       );
+      api.addHook('onRequest', authenticate);
+      // First of the answer's hooks: nothing of an answer prepared ahead of its verdict goes out before it.
+      api.addHook('onSend', awaitAdmission);
       api.addHook('onSend', conditionalJson);
       // Only JSON bodies are read: text, and the types the document names only for responses, are 415.
       api.removeContentTypeParser('text/plain');

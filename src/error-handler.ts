@@ -27,12 +27,14 @@ const frameworkStatuses: Record<number, () => ApiError> = {
   431: () => new ApiError('headers_too_large'),
 };
 
+export const jsonContentType = 'application/json; charset=utf-8';
+
 export function sendApiError(reply: FastifyReply, error: ApiError) {
-  return reply.code(error.statusCode).headers(error.headers).type('application/json; charset=utf-8').send(errorBody(error));
+  return reply.code(error.statusCode).headers(error.headers).type(jsonContentType).send(errorBody(error));
 }
 
 /** What an error is to the client: our catalogue, always. */
-function asApiError(error: FastifyError & { errors?: unknown[] }, request: FastifyRequest): ApiError {
+export function apiErrorOf(error: FastifyError & { errors?: unknown[] }, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
   if (error.validation) {
     return new ApiError(
@@ -65,7 +67,7 @@ function asApiError(error: FastifyError & { errors?: unknown[] }, request: Fasti
  */
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError & { errors?: unknown[] }, request: FastifyRequest, reply: FastifyReply) =>
-    sendApiError(reply, asApiError(error, request)),
+    sendApiError(reply, apiErrorOf(error, request)),
   );
   app.setNotFoundHandler((request, reply) =>
     sendApiError(reply, new ApiError('route_not_found', `Adresse inconnue : ${request.method} ${request.url.split('?')[0]}.`)),
@@ -74,7 +76,7 @@ export function installErrorHandler(app: FastifyInstance): void {
 
 /** Fastify's `frameworkErrors` option: a bad URL or a too long path segment, before any route. */
 export function frameworkErrorResponse(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  return sendApiError(reply, asApiError(error, request));
+  return sendApiError(reply, apiErrorOf(error, request));
 }
 
 /**

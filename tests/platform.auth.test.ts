@@ -1,7 +1,12 @@
-import { beforeAll, describe, expect, it } from 'vitest';
-import { revokeApiKey } from '../db/api-keys';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { findKeyAndCountRequests, revokeApiKey } from '../db/api-keys';
+import { createDb } from '../db/connection';
+import { addLicences } from '../db/organisations';
+import { hashApiKey } from '../src/api-keys';
 import { bearer, buildTestApp } from './support/app';
-import { createKey, createOrgWithKeys } from './support/factories';
+import { addLearner, createKey, createOrgWithKeys } from './support/factories';
 import { useTestApp } from './support/lifecycle';
 
 const fixture = useTestApp();
@@ -92,5 +97,157 @@ describe('API keys', () => {
     await logged.close();
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.join('')).not.toContain(org.readKey);
+  });
+});
+
+describe('reads of a known key, answered while they are counted', () => {
+  // A small budget, so that it runs out within a test.
+  const limit = 5;
+  let app: FastifyInstance;
+  beforeAll(async () => {
+    app = await buildTestApp(fixture.db, { rateLimitPerMinute: limit });
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  // Each test calls from an address of its own: the refusals of a revoked key count against its address's budget too.
+  let address = '';
+  beforeEach(({ task }) => {
+    address = `10.0.0.${task.suite!.tasks.indexOf(task) + 1}`;
+  });
+  const read = (key: string, url = '/v1/users?limit=1') => app.inject({ method: 'GET', url, headers: bearer(key), remoteAddress: address });
+  /** Reads answered ahead of their verdict so far, by outcome. */
+  async function answeredAhead() {
+    const { values } = await app.metrics.answeredAhead.get();
+    const of = (outcome: string) => values.find((value) => value.labels.outcome === outcome)?.value ?? 0;
+    return { admitted: of('admitted'), refused: of('refused') };
+  }
+  /** A key of a fresh organisation with two learners (so that a page of one has a next page), already admitted once. */
+  async function knownKey() {
+    const organisation = await createOrgWithKeys(fixture.db);
+    for (const email of ['a@exemple.fr', 'b@exemple.fr']) await addLearner(fixture.db, organisation.orgId, { email });
+    const { key, id } = await createKey(fixture.db, organisation.orgId, ['read', 'write']);
+    expect((await read(key)).statusCode).toBe(200);
+    return { ...organisation, key, keyId: id };
+  }
+  /** What is left of an answer replaced by a refusal: its status, body, and every header but the request id. */
+  function refusalOf(response: Awaited<ReturnType<typeof read>>) {
+    const { 'x-request-id': _id, date: _date, connection: _connection, 'content-length': _length, ...headers } = response.headers;
+    return { status: response.statusCode, body: response.json(), headers };
+  }
+  it('sends a prepared page with its budget headers once the request is admitted', async () => {
+    const { key } = await knownKey();
+    const before = await answeredAhead();
+    const response = await read(key);
+    expect(response.statusCode).toBe(200);
+    expect(response.json().data).toHaveLength(1);
+    expect(response.headers['x-ratelimit-remaining']).toBe(String(limit - 2));
+    expect(response.headers.ratelimit).toMatch(new RegExp(`^"par-cle";r=${limit - 2};t=\\d+$`));
+    expect(response.headers.link).toMatch(/offset=1/);
+    expect(await answeredAhead()).toEqual({ ...before, admitted: before.admitted + 1 });
+  });
+
+  it('replaces a prepared page and its headers with the 401 of a key revoked in between', async () => {
+    const { key, keyId } = await knownKey();
+    await revokeApiKey(fixture.db, keyId);
+    const before = await answeredAhead();
+    // The first is answered ahead and refused; the key is then forgotten, so the second waits for its verdict.
+    for (let i = 0; i < 2; i++) {
+      expect(refusalOf(await read(key))).toEqual({
+        status: 401,
+        body: { error: 'Clé API révoquée : créez une nouvelle clé depuis le tableau de bord.' },
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+      });
+    }
+    expect(await answeredAhead()).toEqual({ ...before, refused: before.refused + 1 });
+  });
+
+  it('holds a bad parameter’s 400 until the verdict: revoked in between, the answer is the 401', async () => {
+    const { key, keyId } = await knownKey();
+    await revokeApiKey(fixture.db, keyId);
+    const response = await read(key, '/v1/users?limit=0');
+    expect(response.statusCode).toBe(401);
+    expect(response.json().error).toMatch(/révoquée/);
+  });
+
+  it('replaces a prepared page with the 429 when other servers spent the budget, and stops preparing once it is spent', async () => {
+    const { key } = await knownKey();
+    // Another server process counts the rest of the key's budget.
+    await findKeyAndCountRequests(fixture.db, hashApiKey(key), limit, limit, 60);
+    const before = await answeredAhead();
+    const refused = refusalOf(await read(key));
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({ error: expect.stringMatching(/^Trop de requêtes/), retry_after: expect.any(Number) });
+    expect(refused.headers).toEqual({
+      'content-type': 'application/json; charset=utf-8',
+      'retry-after': String(refused.body.retry_after),
+      'x-ratelimit-limit': String(limit),
+      'x-ratelimit-remaining': '0',
+      'ratelimit-policy': `"par-cle";q=${limit};w=60`,
+      ratelimit: `"par-cle";r=0;t=${refused.body.retry_after}`,
+    });
+    expect(await answeredAhead()).toEqual({ ...before, refused: before.refused + 1 });
+    // The verdict said the budget is spent: the next reads wait for theirs, and nothing is prepared for them.
+    expect((await Promise.all([read(key), read(key), read(key)])).map((response) => response.statusCode)).toEqual([429, 429, 429]);
+    expect(await answeredAhead()).toEqual({ ...before, refused: before.refused + 1 });
+  });
+
+  it('prepares no more reads at once than the places the last verdict left, and keeps the count exact', async () => {
+    const { key } = await knownKey();
+    const before = await answeredAhead();
+    const statuses = (await Promise.all(Array.from({ length: 12 }, () => read(key)))).map((response) => response.statusCode);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(limit - 1);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(12 - (limit - 1));
+    const after = await answeredAhead();
+    expect(after.admitted - before.admitted + after.refused - before.refused).toBe(limit - 1);
+  });
+
+  it('never starts an export ahead of its verdict: exports that wait cannot hold every connection', async () => {
+    // Two connections: had the exports' COPY statements taken both before the statements that
+    // count them, no verdict could come, and no export could end.
+    const db = createDb(fixture.url, { poolSize: 2 });
+    const small = await buildTestApp(db, { rateLimitPerMinute: 1000 });
+    try {
+      const { key, orgId } = await knownKey();
+      // Files far larger than a stream's buffers: a COPY holds its connection until its file is read.
+      await sql`
+        with new_accounts as (
+          insert into accounts (email, name)
+          select 'export' || i || '@exemple.fr', 'Apprenant ' || i from generate_series(1, 2000) i returning id
+        )
+        insert into memberships (org_id, account_id, status, joined_at) select ${orgId}, id, 'actif', now() from new_accounts`.execute(
+        fixture.db,
+      );
+      const exportOnce = () => small.inject({ method: 'GET', url: '/v1/users?format=csv', headers: bearer(key) });
+      expect((await exportOnce()).statusCode).toBe(200);
+      const before = await small.metrics.answeredAhead.get();
+      const exports = Promise.all(Array.from({ length: 8 }, exportOnce));
+      const stuck = new Promise<'stuck'>((resolve) => setTimeout(() => resolve('stuck'), 10_000).unref());
+      const answers = await Promise.race([exports, stuck]);
+      expect(answers === 'stuck' ? answers : answers.map((response) => response.statusCode)).toEqual(Array(8).fill(200));
+      expect((await small.metrics.answeredAhead.get()).values).toEqual(before.values);
+    } finally {
+      await small.close();
+      await db.destroy();
+    }
+  });
+
+  it('never writes ahead of the verdict: a known write key revoked in between enrols nobody', async () => {
+    const { orgId, key, keyId } = await knownKey();
+    await addLicences(fixture.db, orgId, 'standard', 2);
+    const enrol = (email: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/v1/users',
+        headers: bearer(key),
+        payload: { email, programme_slugs: [] },
+        remoteAddress: address,
+      });
+    expect((await enrol('premier@exemple.fr')).statusCode).toBe(201);
+    await revokeApiKey(fixture.db, keyId);
+    expect((await enrol('second@exemple.fr')).statusCode).toBe(401);
+    const enrolled = await fixture.db.selectFrom('accounts').select('email').where('email', '=', 'second@exemple.fr').execute();
+    expect(enrolled).toEqual([]);
   });
 });
