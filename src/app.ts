@@ -280,7 +280,8 @@ async function registerApi(app: FastifyInstance, context: AppContext, document: 
         (outcome) => metrics.answeredAhead.inc({ outcome }),
       );
       api.addHook('onRequest', authenticate);
-      // First of the answer's hooks: nothing of an answer prepared ahead of its verdict goes out before it.
+      // First of the answer's hooks (no onSend hook of the root may come before it): nothing of an
+      // answer prepared ahead of its verdict goes out before it.
       api.addHook('onSend', awaitAdmission);
       api.addHook('onSend', conditionalJson);
       // Only JSON bodies are read: text, and the types the document names only for responses, are 415.

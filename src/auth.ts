@@ -68,9 +68,9 @@ function tooManyRequests(retryAfterSeconds: number, rateLimit: RateLimit): ApiEr
 type Admission = { refusal: ApiError } | { caller: Caller; headers: Record<string, string | number> };
 
 /**
- * A key this process has admitted before, as its last verdict left it: who it is (a key's
- * organisation, name and scopes never change; revocation and expiry are checked by every verdict),
- * the places left in its budget, and its requests being answered ahead of their verdict.
+ * A key this process has admitted before, as its last verdict left it: who it is, the places left
+ * in its budget, and its requests being answered ahead of their verdict. (Revocation and expiry
+ * are checked by every verdict; a request answered ahead is refused when its own says so.)
  */
 interface KnownKey {
   caller: Caller;
@@ -79,7 +79,7 @@ interface KnownKey {
   answeringAhead: number;
 }
 
-/** Keys remembered at most (the oldest admitted goes first): a server sees a few keys, not thousands. */
+/** Keys remembered at most (the first admitted goes first): a server sees a few keys, not thousands. */
 const knownKeysKept = 10_000;
 
 /** Reads change nothing: they are the only requests answered ahead of their verdict. */
@@ -106,7 +106,7 @@ export function createAuthenticator(
   rateLimit: RateLimit,
   requiredScopes: Map<string, string[]>,
   onRefusal: (bucket: 'key' | 'address') => void = () => undefined,
-  onAnsweredAhead: (outcome: 'admitted' | 'refused') => void = () => undefined,
+  onAnsweredAhead: (outcome: 'admitted' | 'refused' | 'failed') => void = () => undefined,
 ) {
   const findKeyAndCountRequest = createRequestCounter(db, rateLimit.limit, rateLimit.windowSeconds);
   const knownKeys = new Map<string, KnownKey>();
@@ -182,8 +182,11 @@ export function createAuthenticator(
       const settled = admission.finally(() => {
         known.answeringAhead -= 1;
       });
-      // Awaited by awaitAdmission; a failure (the database down) becomes the answer there.
-      settled.catch(() => undefined);
+      settled.then(
+        (outcome) => onAnsweredAhead('refusal' in outcome ? 'refused' : 'admitted'),
+        // The database did not answer: awaitAdmission answers the 503.
+        () => onAnsweredAhead('failed'),
+      );
       admissionsAwaited.set(request, settled);
       request.caller = known.caller;
     } else {
@@ -199,19 +202,18 @@ export function createAuthenticator(
   /**
    * The first `onSend` hook of the API: an answer prepared ahead of its verdict leaves only once
    * the request is admitted, with its budget's headers; refused, it is dropped, its headers with it,
-   * for the refusal.
+   * for the refusal. Every answer of the request waits, not only the first: the deadline's 503 may
+   * pass here before the handler's answer does (src/app.ts, superviseRequests).
    */
   async function awaitAdmission(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
     const awaited = admissionsAwaited.get(request);
     if (awaited === undefined) return payload;
-    admissionsAwaited.delete(request);
     let outcome: Admission;
     try {
       outcome = await awaited;
     } catch (error) {
       outcome = { refusal: apiErrorOf(error as FastifyError, request) };
     }
-    onAnsweredAhead('refusal' in outcome ? 'refused' : 'admitted');
     if (!('refusal' in outcome)) {
       reply.headers(outcome.headers);
       return payload;

@@ -60,7 +60,7 @@ export function createMetrics(db: DB): Metrics {
     }),
     answeredAhead: new Counter({
       name: 'partner_api_answered_ahead_total',
-      help: 'Lectures préparées pendant le décompte de leur requête par la limite de débit, par issue : admitted (réponse envoyée), refused (réponse remplacée par le refus, travail perdu).',
+      help: 'Lectures préparées pendant le décompte de leur requête par la limite de débit, par issue : admitted (réponse envoyée), refused (réponse remplacée par le refus : 401 ou 429, travail perdu), failed (le décompte a échoué, base de données indisponible : 503).',
       labelNames: ['outcome'],
       registers: [registry],
     }),
