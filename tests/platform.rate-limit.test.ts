@@ -62,6 +62,26 @@ describe('rate limit shared by every server process', () => {
     expect(remaining).toEqual(Array.from({ length: 120 }, (_, i) => i));
   });
 
+  it('stays exact when both servers know the key and answer its reads while counting them: 118 more of 150, no data in a refusal', async () => {
+    const { readKey } = await createOrgWithKeys(database.db);
+    const [first, second] = servers as [ServerProcess, ServerProcess];
+    // Each server admits the key once: its next reads are prepared while they are counted.
+    for (const server of [first, second]) expect((await call(server, readKey)).status).toBe(200);
+    const burst = await Promise.all(Array.from({ length: 150 }, (_, i) => call(i % 2 ? first : second, readKey)));
+    const accepted = burst.filter((r) => r.status === 200);
+    const refused = burst.filter((r) => r.status === 429);
+    expect(accepted).toHaveLength(118);
+    expect(refused).toHaveLength(32);
+    expect(accepted.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 118 }, (_, i) => i),
+    );
+    for (const answer of refused) {
+      expect(answer.body).toEqual({ error: expect.stringMatching(/^Trop de requêtes/), retry_after: expect.any(Number) });
+      expect(answer.headers.get('link')).toBeNull();
+      expect(answer.headers.get('etag')).toBeNull();
+    }
+  });
+
   it('limits calls without a valid key per client address', async () => {
     const [first, second] = servers as [ServerProcess, ServerProcess];
     const guesses = await Promise.all(Array.from({ length: 120 }, (_, i) => call(i % 2 ? first : second, 'sk_live_guess' + i)));
