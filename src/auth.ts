@@ -43,16 +43,14 @@ export function rateLimitHeaders(rateLimit: RateLimit, remaining: number, resetS
   };
 }
 
-/** Why a key that exists cannot be used (null: it can). */
-function unusableKeyError(key: CountedKey): ApiError | null {
+/** Why a key cannot be used: unknown, revoked or expired. */
+function unusableKeyError(key: CountedKey | null): ApiError {
+  if (key === null) return new ApiError('key_invalid', 'Clé API invalide : aucune clé ne correspond.');
   if (key.revoked) return new ApiError('key_revoked', 'Clé API révoquée : créez une nouvelle clé depuis le tableau de bord.');
-  if (key.expired) {
-    return new ApiError(
-      'key_expired',
-      `Clé API expirée depuis le ${formatParisLongDate(key.expiresAt!)} : créez une nouvelle clé depuis le tableau de bord.`,
-    );
-  }
-  return null;
+  return new ApiError(
+    'key_expired',
+    `Clé API expirée depuis le ${formatParisLongDate(key.expiresAt!)} : créez une nouvelle clé depuis le tableau de bord.`,
+  );
 }
 
 function tooManyRequests(retryAfterSeconds: number, rateLimit: RateLimit): ApiError {
@@ -124,10 +122,9 @@ export function createAuthenticator(
 
   /** The verdict on a counted request, remembered for the key's next requests. */
   async function admissionOf(request: FastifyRequest, keyHash: string, key: CountedKey | null): Promise<Admission> {
-    const unusable = key === null ? new ApiError('key_invalid', 'Clé API invalide : aucune clé ne correspond.') : unusableKeyError(key);
-    if (key === null || unusable !== null) {
+    if (key === null || key.revoked || key.expired) {
       knownKeys.delete(keyHash);
-      return { refusal: await refusalOf(request, unusable!) };
+      return { refusal: await refusalOf(request, unusableKeyError(key)) };
     }
     const verdict = key.verdict!;
     const caller = { keyId: key.id, orgId: key.orgId, orgName: key.orgName, scopes: key.scopes };
@@ -176,7 +173,7 @@ export function createAuthenticator(
     const keyHashText = keyHash.toString('base64');
     const known = knownKeys.get(keyHashText);
     const answeringAhead = mayAnswerAhead(request, known);
-    const admission = findKeyAndCountRequest(keyHash).then((key) => admissionOf(request, keyHashText, key));
+    const admission = findKeyAndCountRequest(keyHash, keyHashText).then((key) => admissionOf(request, keyHashText, key));
     if (answeringAhead) {
       known.answeringAhead += 1;
       const settled = admission.finally(() => {

@@ -60,9 +60,8 @@ export function createRequestCounter(db: DB, limit: number, windowSeconds: numbe
     }
   }
 
-  /** The key of this hash, with this request counted (null: no such key). */
-  return function countRequest(keyHash: Buffer): Promise<CountedKey | null> {
-    const key = keyHash.toString('base64');
+  /** The key of this hash, with this request counted (null: no such key); `key` names the hash (its base64, given when the caller has it). */
+  return function countRequest(keyHash: Buffer, key = keyHash.toString('base64')): Promise<CountedKey | null> {
     return new Promise((resolve, reject) => {
       const waiting = waitingByKey.get(key);
       if (waiting) waiting.push({ resolve, reject });
