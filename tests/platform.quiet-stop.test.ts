@@ -116,6 +116,10 @@ describe('Ctrl-C in make run (npm start with the embedded PostgreSQL)', () => {
       expect(await postgresAnswersOn(port)).toBe(false);
     } finally {
       await server.interrupt();
+      // PostgreSQL refuses connections before it has finished stopping (its last checkpoint writes
+      // pg_wal): its folder is removed once it has exited, which removes its lock file.
+      const exitedBy = Date.now() + 10_000;
+      while (existsSync(path.join(startingDir, 'postgres', 'postmaster.pid')) && Date.now() < exitedBy) await sleep(100);
       await rm(startingDir, { recursive: true, force: true });
     }
   }, 120_000);
