@@ -78,6 +78,22 @@ describe('a page read as a COPY', () => {
     });
   });
 
+  it('fails with the error PostgreSQL sends after some rows, and the connection serves on', async () => {
+    await withLimitedDb(async (db) => {
+      // Rows 1 to 4999 are sent before row 5000 divides by zero.
+      const failing = binaryCopyStatement(sql`select (1 / (5000 - g))::text as n from generate_series(1, 6000) g`);
+      await expect(copyOutWhole(db, failing)).rejects.toThrow(/division by zero/);
+      const whole = await copyOutWhole(db, binaryCopyStatement(sql`select lpad(g::text, 100, '0') as n from generate_series(1, 5000) g`));
+      // Header (19 bytes), 5000 rows of 2 + 4 + 100 bytes, trailer (2 bytes): grown well past its first buffer,
+      // every row's bytes in place (pg reuses the buffer each message was read into).
+      expect(whole.length).toBe(19 + 5000 * 106 + 2);
+      for (let row = 0; row < 5000; row++) {
+        const field = 19 + row * 106 + 6;
+        expect(whole.toString('latin1', field, field + 100)).toBe(String(row + 1).padStart(100, '0'));
+      }
+    });
+  });
+
   it('stops waiting at the answer limit when the answer never comes, and its connection is replaced', async () => {
     const direct = new URL(database.url);
     const proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port) });
