@@ -4,23 +4,24 @@ import type { ResourceDefinition } from '../db/resources/definition';
 import { copyResourcePage, copyResourceRows, countResourceRows } from '../db/resources/list';
 import { csvAttachmentHeaders, csvFromCopy } from '../src/csv';
 import { jsonContentType } from '../src/error-handler';
-import { type JsonRows, jsonRowsFromCopy } from '../src/json-rows';
+import { type AroundRows, jsonRowsFromCopy } from '../src/json-rows';
 import { sheetColumns, xlsxAttachmentHeaders, xlsxFromCopy } from '../src/xlsx';
 import type { HandlerContext, JsonAnswerOf, ListQuery, Meta, OperationHandler, OperationId, QueryOf } from './context';
 import { nextPageLink } from './next-page-link';
 import { buildMeta, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
 
 const defaultLimit = 100;
-const noRows: JsonRows = { json: Buffer.from('[]'), count: 0 };
-const closingBrace = Buffer.from('}');
 
 /**
- * The envelope's bytes, its rows last: the rows come as JSON from PostgreSQL's bytes (src/json-rows.ts),
- * and the rest is written as JSON.stringify writes the envelope object, in its keys' order.
+ * The envelope around a page's rows, its rows last: the rows come as JSON from PostgreSQL's bytes
+ * (src/json-rows.ts), and the rest is written as JSON.stringify writes the envelope object, in its
+ * keys' order. The envelope needs the rows' count: the writer gives it before it writes them.
  */
-function withRows(envelope: object, rows: JsonRows): Buffer {
-  const head = JSON.stringify(envelope);
-  return Buffer.concat([Buffer.from(`${head.slice(0, -1)},"data":`), rows.json, closingBrace]);
+function envelopeAround(envelopeOf: (count: number) => object): AroundRows {
+  return (count) => {
+    const head = JSON.stringify(envelopeOf(count));
+    return { before: `${head.slice(0, -1)},"data":`, after: '}' };
+  };
 }
 
 /** The operations that answer a page of rows: every list resource. */
@@ -101,15 +102,21 @@ export function createListHandler<Id extends ListOperationId>(
       countResourceRows(db, resource, filter, cap),
       copyResourcePage(db, resource, filter, limit, offset, cap),
     ]);
-    const rows = page === null ? noRows : jsonRowsFromCopy(resource, page);
-    const hasMore = offset + rows.count < counted.total;
-    if (hasMore) reply.header('Link', nextPageLink(request, offset + rows.count));
-    const envelope: Omit<ListEnvelope<Id>, 'data'> = {
-      resource: definition.name,
-      meta: buildMeta(request, { year, truncated: counted.truncated, updatedSince, learner, programme: programmeSlug }),
-      pagination: { limit, offset, count: rows.count, total: counted.total, has_more: hasMore },
-    };
-    return reply.type(jsonContentType).send(withRows(envelope, rows));
+    const meta = buildMeta(request, { year, truncated: counted.truncated, updatedSince, learner, programme: programmeSlug });
+    const hasMoreAfter = (count: number) => offset + count < counted.total;
+    const rows = jsonRowsFromCopy(
+      resource,
+      page,
+      envelopeAround(
+        (count): Omit<ListEnvelope<Id>, 'data'> => ({
+          resource: definition.name,
+          meta,
+          pagination: { limit, offset, count, total: counted.total, has_more: hasMoreAfter(count) },
+        }),
+      ),
+    );
+    if (hasMoreAfter(rows.count)) reply.header('Link', nextPageLink(request, offset + rows.count));
+    return reply.type(jsonContentType).send(rows.json);
   };
   // Generic code cannot see through QueryOf<Id> and JsonAnswerOf<Id>; the check above proves both for each list.
   return handler as unknown as OperationHandler<Id>;

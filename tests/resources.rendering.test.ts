@@ -250,9 +250,14 @@ describe('every value of an export', () => {
     const file = await fileBytes(db);
     const rows = await oracleExportRows(db, samples, filter, null);
     expectSameText(file.toString('latin1'), oracleCsv(samples.columns, rows).toString('latin1'));
-    const page = jsonRowsFromCopy(samples, (await copyResourcePage(db, samples, filter, 2_000_000, 0, null))!);
+    const copy = (await copyResourcePage(db, samples, filter, 2_000_000, 0, null))!;
+    const page = jsonRowsFromCopy(samples, copy);
     expect(page.count).toBe(rows.length);
     expectSameText(page.json.toString('utf8'), JSON.stringify(rows));
+    // Within an envelope that needs the count (a page's), non-ASCII included: the rows' bytes are
+    // written in one buffer sized ahead, grown for the escapes.
+    const enveloped = jsonRowsFromCopy(samples, copy, (count) => ({ before: `{"quantité":${count},"data":`, after: '}' }));
+    expectSameText(enveloped.json.toString('utf8'), JSON.stringify({ quantité: rows.length, data: rows }));
   }
 
   const database = useTestDatabase();
