@@ -4,8 +4,8 @@ import type { DB } from '../db/connection';
 import { formatParisLongDate } from '../db/paris-time';
 import type { ApiScope } from '../db/tables';
 import { apiKeyPrefix, hashApiKey } from './api-keys';
-import { apiErrorOf, jsonContentType } from './error-handler';
-import { ApiError, errorBody } from './errors';
+import { apiErrorOf, replyWithApiError } from './error-handler';
+import { ApiError } from './errors';
 import { type CountedKey, createRequestCounter } from './request-counter';
 
 /** Who is calling: set on every authenticated request before validation and handlers run. */
@@ -216,8 +216,7 @@ export function createAuthenticator(
       return payload;
     }
     for (const name of Object.keys(reply.getHeaders())) if (name !== 'x-request-id') reply.removeHeader(name);
-    reply.code(outcome.refusal.statusCode).headers(outcome.refusal.headers).type(jsonContentType);
-    return JSON.stringify(errorBody(outcome.refusal));
+    return JSON.stringify(replyWithApiError(reply, outcome.refusal));
   }
 
   return { authenticate, awaitAdmission };
