@@ -43,12 +43,15 @@ export type AroundRows = (count: number) => { before: string; after: string };
 
 const nothingAround: AroundRows = () => ({ before: '', after: '' });
 
-/** What the writer keeps of a resource's columns: each key as it opens its field, and whether the value is a number. */
+/**
+ * What the writer keeps of a resource's columns: every key as it opens its field (`{"a":`, `,"b":`),
+ * all in one run of bytes, and whether each value is a number.
+ */
 interface Layout {
-  keys: Buffer[];
+  keyBytes: Uint8Array;
+  /** Where each field's key ends in `keyBytes` (the next one starts there). */
+  keyEnds: Int32Array;
   numeric: boolean[];
-  /** The bytes of every key of a row, with its braces and commas. */
-  keysLength: number;
 }
 
 const layouts = new WeakMap<readonly string[], Layout>();
@@ -57,19 +60,26 @@ function layoutOf(columns: readonly string[], types: Readonly<Record<string, Col
   let layout = layouts.get(columns);
   if (layout === undefined) {
     const keys = columns.map((column, index) => Buffer.from(`${index === 0 ? '{' : ','}${JSON.stringify(column)}:`));
+    let end = 0;
     layout = {
-      keys,
+      keyBytes: Buffer.concat(keys),
+      keyEnds: Int32Array.from(keys, (key) => (end += key.length)),
       numeric: columns.map((column) => types[column] === 'integer' || types[column] === 'decimal'),
-      keysLength: keys.reduce((sum, key) => sum + key.length, 0),
     };
     layouts.set(columns, layout);
   }
   return layout;
 }
 
+/** The big-endian int16 and int32 of a COPY output, read in place (Buffer's readers check bounds the callers have checked). */
+const int16At = (bytes: Buffer, at: number) => ((bytes[at]! << 24) | (bytes[at + 1]! << 16)) >> 16;
+const int32At = (bytes: Buffer, at: number) => (bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!;
+
 /** The rows of a COPY output and the bytes of their JSON array without escapes, read from the fields' lengths alone. */
 function measureRows(copy: Buffer, start: number, layout: Layout): { count: number; bytes: number } {
-  const fieldCount = layout.keys.length;
+  const { keyEnds, numeric } = layout;
+  const fieldCount = keyEnds.length;
+  const rowKeys = keyEnds[fieldCount - 1]!;
   const end = copy.length;
   let at = start;
   let count = 0;
@@ -77,15 +87,15 @@ function measureRows(copy: Buffer, start: number, layout: Layout): { count: numb
   let bytes = 2;
   while (true) {
     if (at + 2 > end) throw new Error('COPY output ended before its trailer');
-    const fields = copy.readInt16BE(at);
+    const fields = int16At(copy, at);
     at += 2;
     if (fields === -1) break;
     if (fields !== fieldCount) throw new Error(`COPY row of ${fields} fields, ${fieldCount} expected`);
     count++;
-    bytes += layout.keysLength + 2;
+    bytes += rowKeys + 2;
     for (let field = 0; field < fields; field++) {
       if (at + 4 > end) throw new Error('COPY output ended within a field');
-      const length = copy.readInt32BE(at);
+      const length = int32At(copy, at);
       at += 4;
       if (length < 0) {
         bytes += nullBytes.length;
@@ -93,10 +103,16 @@ function measureRows(copy: Buffer, start: number, layout: Layout): { count: numb
       }
       if (at + length > end) throw new Error('COPY output ended within a field');
       at += length;
-      bytes += layout.numeric[field] ? length : length + 2;
+      bytes += numeric[field] ? length : length + 2;
     }
   }
   return { count, bytes: count > 0 ? bytes - 1 : bytes };
+}
+
+/** A page's JSON as it is written: its buffer (a larger one once escapes need room) and where the next byte goes. */
+interface JsonOutput {
+  bytes: Buffer;
+  at: number;
 }
 
 /**
@@ -111,70 +127,81 @@ export function jsonRowsFromCopy(
   around: AroundRows = nothingAround,
 ): JsonRows {
   const layout = layoutOf(definition.columns, definition.columnTypes);
-  const { keys, numeric } = layout;
   const start = copy === null ? 0 : copyRowsStart(copy);
   if (start === null) throw new Error('COPY output ended within its header');
   const { count, bytes } = copy === null ? { count: 0, bytes: 2 } : measureRows(copy, start, layout);
   const { before, after } = around(count);
   const planned = Buffer.byteLength(before) + bytes + Buffer.byteLength(after);
-  let out = Buffer.allocUnsafe(planned);
-  let written = out.write(before, 0);
-  // Where the writing would be without escapes: the room a text with escapes needs is beyond it.
-  let plannedAt = written;
-  out[written++] = 0x5b; // [
-  plannedAt++;
-  let at = start;
-  for (let row = 0; copy !== null && row < count; row++) {
-    at += 2;
-    if (row > 0) {
-      out[written++] = 0x2c; // ,
-      plannedAt++;
-    }
-    for (let field = 0; field < keys.length; field++) {
-      const length = copy.readInt32BE(at);
-      at += 4;
-      const key = keys[field]!;
-      written = copyBytes(key, 0, key.length, out, written);
-      plannedAt += key.length;
-      if (length < 0) {
-        written = copyBytes(nullBytes, 0, nullBytes.length, out, written);
-        plannedAt += nullBytes.length;
-        continue;
-      }
-      if (numeric[field]) {
-        written = copyBytes(copy, at, at + length, out, written);
-        plannedAt += length;
-      } else {
-        plannedAt += length + 2;
-        if (needsEscapes(copy, at, at + length)) {
-          // At most 6 bytes per byte (\u00XX) and its quotes, and what is still to come.
-          const needed = written + 6 * length + 2 + (planned - plannedAt);
-          if (needed > out.length) {
-            const larger = Buffer.allocUnsafe(Math.max(needed, out.length + (out.length >> 2)));
-            out.copy(larger, 0, 0, written);
-            out = larger;
-          }
-          written = writeEscapedJsonString(copy, at, at + length, out, written);
-        } else {
-          out[written++] = quote;
-          written = copyBytes(copy, at, at + length, out, written);
-          out[written++] = quote;
-        }
-      }
-      at += length;
-    }
-    out[written++] = 0x7d; // }
-    plannedAt++;
-  }
-  out[written++] = 0x5d; // ]
-  written += out.write(after, written);
-  return { json: written === out.length ? out : out.subarray(0, written), count };
+  const output: JsonOutput = { bytes: Buffer.allocUnsafe(planned), at: 0 };
+  output.at = output.bytes.write(before, 0);
+  output.bytes[output.at++] = 0x5b; // [
+  if (copy !== null) writeRows(copy, start, count, layout, output, planned);
+  output.bytes[output.at++] = 0x5d; // ]
+  output.at += output.bytes.write(after, output.at);
+  const json = output.at === output.bytes.length ? output.bytes : output.bytes.subarray(0, output.at);
+  return { json, count };
 }
 
-function needsEscapes(source: Buffer, start: number, end: number): boolean {
-  let escapes = 0;
-  for (let i = start; i < end; i++) escapes |= needsEscape[source[i]!]!;
-  return escapes !== 0;
+/**
+ * Writes the rows, each `{"key":value,…}`, comma-separated. A text is copied as it is read, its
+ * bytes checked for escapes on the way; the rare text that needs them is written again, escaped.
+ * The loop is a function of its own, which returns as soon as it ends: V8 optimises it while a
+ * first large page runs (on-stack replacement), and code after the loop, never run by then, would
+ * send each later page back to the unoptimised code as it leaves the loop.
+ */
+function writeRows(copy: Buffer, start: number, count: number, layout: Layout, output: JsonOutput, planned: number): void {
+  const { keyBytes, keyEnds, numeric } = layout;
+  const fieldCount = keyEnds.length;
+  let out = output.bytes;
+  let written = output.at;
+  // The bytes the escapes added so far: `written - added` is where the writing would be without them.
+  let added = 0;
+  let at = start;
+  for (let row = 0; row < count; row++) {
+    at += 2;
+    if (row > 0) out[written++] = 0x2c; // ,
+    let keyAt = 0;
+    for (let field = 0; field < fieldCount; field++) {
+      for (const keyEnd = keyEnds[field]!; keyAt < keyEnd; ) out[written++] = keyBytes[keyAt++]!;
+      const length = int32At(copy, at);
+      at += 4;
+      if (length < 0) {
+        for (let i = 0; i < nullBytes.length; i++) out[written++] = nullBytes[i]!;
+        continue;
+      }
+      const end = at + length;
+      if (numeric[field]) {
+        written = copyBytes(copy, at, end, out, written);
+      } else {
+        const fieldStart = written;
+        out[written++] = quote;
+        let escapes = 0;
+        for (let i = at; i < end; i++) {
+          const byte = copy[i]!;
+          escapes |= needsEscape[byte]!;
+          out[written++] = byte;
+        }
+        if (escapes === 0) {
+          out[written++] = quote;
+        } else {
+          // At most 6 bytes per byte (\u00XX) and its quotes, and what is still to come after it.
+          const stillPlanned = planned - (fieldStart - added) - (length + 2);
+          const needed = fieldStart + 6 * length + 2 + stillPlanned;
+          if (needed > out.length) {
+            const larger = Buffer.allocUnsafe(Math.max(needed, out.length + (out.length >> 2)));
+            out.copy(larger, 0, 0, fieldStart);
+            out = larger;
+          }
+          written = writeEscapedJsonString(copy, at, end, out, fieldStart);
+          added += written - fieldStart - (length + 2);
+        }
+      }
+      at = end;
+    }
+    out[written++] = 0x7d; // }
+  }
+  output.bytes = out;
+  output.at = written;
 }
 
 /** A text as a JSON string, escaped as JSON.stringify escapes. */
