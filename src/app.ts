@@ -10,7 +10,14 @@ import { createAuthenticator, createSecurityHandlers } from './auth';
 import { conditionalJson } from './conditional-requests';
 import type { Config } from './config';
 import type { AppContext } from './context';
-import { clientErrorResponse, frameworkErrorResponse, installErrorHandler, jsonContentType, sendApiError } from './error-handler';
+import {
+  clientErrorResponse,
+  frameworkErrorResponse,
+  installErrorHandler,
+  jsonContentType,
+  sendApiError,
+  unknownAddress,
+} from './error-handler';
 import { ApiError, serviceUnavailable } from './errors';
 import { registerHealthRoutes } from './health';
 import type { Metrics } from './metrics';
@@ -332,8 +339,7 @@ function declaredPathMatchers(document: Record<string, any>): { pattern: RegExp;
 function notFoundOrNotAllowed(request: FastifyRequest, reply: FastifyReply, declared: { pattern: RegExp; methods: string[] }[]) {
   const path = request.url.split('?')[0]!.slice(apiPrefix.length);
   const match = declared.find((entry) => entry.pattern.test(path));
-  if (!match)
-    return sendApiError(reply, new ApiError('route_not_found', `Adresse inconnue : ${request.method} ${request.url.split('?')[0]}.`));
+  if (!match) return sendApiError(reply, unknownAddress(request));
   return sendApiError(
     reply,
     new ApiError(

@@ -78,9 +78,12 @@ export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError & { errors?: unknown[] }, request: FastifyRequest, reply: FastifyReply) =>
     sendApiError(reply, apiErrorOf(error, request)),
   );
-  app.setNotFoundHandler((request, reply) =>
-    sendApiError(reply, new ApiError('route_not_found', `Adresse inconnue : ${request.method} ${request.url.split('?')[0]}.`)),
-  );
+  app.setNotFoundHandler((request, reply) => sendApiError(reply, unknownAddress(request)));
+}
+
+/** The 404 of an address no route takes, naming the method and the path (not the query). */
+export function unknownAddress(request: FastifyRequest): ApiError {
+  return new ApiError('route_not_found', `Adresse inconnue : ${request.method} ${request.url.split('?')[0]}.`);
 }
 
 /** Fastify's `frameworkErrors` option: a bad URL or a too long path segment, before any route. */
