@@ -16,6 +16,16 @@ export function copyRowsStart(input: Buffer): number | null {
   return input.length < start ? null : start;
 }
 
+/** A row's field count (int16, -1 for the trailer), read in place: the readers have checked its bytes are there. */
+export function int16At(bytes: Uint8Array, at: number): number {
+  return ((bytes[at]! << 24) | (bytes[at + 1]! << 16)) >> 16;
+}
+
+/** A field's length (int32, -1 for null), read in place: the readers have checked its bytes are there. */
+export function int32At(bytes: Uint8Array, at: number): number {
+  return (bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!;
+}
+
 // Shorter runs are copied byte by byte: a native copy costs more than it saves on them.
 const nativeCopyFrom = 48;
 

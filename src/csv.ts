@@ -1,6 +1,6 @@
 import { pipeline, Readable, Transform, type TransformCallback } from 'node:stream';
 import type { ColumnType } from '../db/resources/definition';
-import { copyBytes, copyRowsStart } from './binary-copy';
+import { copyBytes, copyRowsStart, int16At, int32At } from './binary-copy';
 
 /*
  * The CSV the API sends: UTF-8 with BOM, comma-separated, CRLF line ends, a header row of the JSON
@@ -190,7 +190,7 @@ class CopyToCsv extends Transform {
     const end = input.length;
     let written = this.#written;
     rows: while (at + 2 <= end) {
-      const fields = ((input[at]! << 24) | (input[at + 1]! << 16)) >> 16;
+      const fields = int16At(input, at);
       if (fields === -1) {
         this.#ended = true;
         at = end;
@@ -206,7 +206,7 @@ class CopyToCsv extends Transform {
           written = lineStart;
           break rows;
         }
-        const length = (input[at]! << 24) | (input[at + 1]! << 16) | (input[at + 2]! << 8) | input[at + 3]!;
+        const length = int32At(input, at);
         at += 4;
         if (field > 0) out[written++] = comma;
         if (length <= 0) continue;

@@ -1,5 +1,5 @@
 import type { ColumnType } from '../db/resources/definition';
-import { copyBytes, copyRowsStart } from './binary-copy';
+import { copyBytes, copyRowsStart, int16At, int32At } from './binary-copy';
 
 /*
  * A page of rows as the JSON array the API sends, written from PostgreSQL's binary COPY of the
@@ -70,10 +70,6 @@ function layoutOf(columns: readonly string[], types: Readonly<Record<string, Col
   }
   return layout;
 }
-
-/** The big-endian int16 and int32 of a COPY output, read in place (Buffer's readers check bounds the callers have checked). */
-const int16At = (bytes: Buffer, at: number) => ((bytes[at]! << 24) | (bytes[at + 1]! << 16)) >> 16;
-const int32At = (bytes: Buffer, at: number) => (bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!;
 
 /** The rows of a COPY output and the bytes of their JSON array without escapes, read from the fields' lengths alone. */
 function measureRows(copy: Buffer, start: number, layout: Layout): { count: number; bytes: number } {

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { type AsyncFlateStreamHandler, Zip, type ZipInputFile } from 'fflate';
 import type { ColumnType } from '../db/resources/definition';
-import { copyBytes, copyRowsStart } from './binary-copy';
+import { copyBytes, copyRowsStart, int16At, int32At } from './binary-copy';
 
 /*
  * The xlsx workbook the API sends, written as SpreadsheetML bytes straight from the UTF-8 bytes of
@@ -133,7 +133,7 @@ async function* batchesOfCopy(copy: Readable, fieldsPerRow: number): AsyncGenera
     }
     let rows = 0;
     wholeRows: while (at + 2 <= input.length) {
-      const fields = input.readInt16BE(at);
+      const fields = int16At(input, at);
       if (fields === -1) {
         trailerRead = true;
         at = input.length;
@@ -143,7 +143,7 @@ async function* batchesOfCopy(copy: Readable, fieldsPerRow: number): AsyncGenera
       let cursor = at + 2;
       for (let field = 0; field < fields; field++) {
         if (cursor + 4 > input.length) break wholeRows;
-        const length = input.readInt32BE(cursor);
+        const length = int32At(input, cursor);
         cursor += 4;
         const index = rows * fieldsPerRow + field;
         if (length < 0) {
