@@ -412,6 +412,11 @@ class PreparingClient extends pg.Client {
 
 export interface PoolOptions {
   poolSize?: number;
+  /**
+   * Connections kept open however long they stay idle (the others close after 10 s idle, pg-pool's
+   * default). Not opened by the pool: db/warm-up.ts opens them.
+   */
+  keptConnections?: number;
   /** Longest wait for a connection (a new one, or a free one of the pool). */
   connectTimeoutMs?: number;
   /**
@@ -428,10 +433,11 @@ const reportOnStderr = (error: Error) => {
 };
 
 export function createDb(connectionString: string, options: PoolOptions = {}): DB {
-  const { poolSize = 10, connectTimeoutMs, queryTimeoutMs, onConnectionLost = reportOnStderr } = options;
+  const { poolSize = 10, keptConnections = 0, connectTimeoutMs, queryTimeoutMs, onConnectionLost = reportOnStderr } = options;
   const poolOptions: pg.PoolConfig & ClientOptions = {
     connectionString,
     max: poolSize,
+    min: keptConnections,
     application_name: 'partner-api',
     Client: PreparingClient,
     // Keepalive probes from 10 s of silence instead of the system's 2 hours: an idle connection to

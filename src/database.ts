@@ -59,6 +59,7 @@ export async function openDatabase(
   config: Config,
   options: {
     poolSize?: number;
+    keptConnections?: number;
     serving?: boolean;
     onConnectionLost?: (error: Error) => void;
     /** A server's start names its steps (src/start-phases.ts); an operator command's does not. */
@@ -101,6 +102,7 @@ export async function openDatabase(
   }
   const db = createDb(connectionString, {
     poolSize: options.poolSize,
+    keptConnections: options.keptConnections,
     onConnectionLost: options.onConnectionLost,
     ...(options.serving ? { connectTimeoutMs: config.databaseConnectTimeoutMs, queryTimeoutMs: config.databaseQueryTimeoutMs } : {}),
   });
