@@ -134,6 +134,12 @@ class CopyToCsv extends Transform {
   readonly #guarded: boolean[];
   /** The bytes of a row not yet whole at the end of the last chunk (with the header, before it is read). */
   #pending: Buffer | null = null;
+  /**
+   * Where such a row is joined to the next chunk, reused: a buffer taken anew for nearly every chunk
+   * (a chunk rarely ends on a row's end) doubled the dead memory that V8 has yet to collect, which
+   * on Node 24 it lets grow to 60 MB during an export.
+   */
+  #joined = Buffer.allocUnsafe(0);
   #headerRead = false;
   #ended = false;
   /** The lines not yet sent, from the start of `#out`, written up to `#written`. */
@@ -148,7 +154,7 @@ class CopyToCsv extends Transform {
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     try {
-      this.#lines(this.#pending === null ? chunk : Buffer.concat([this.#pending, chunk]));
+      this.#lines(this.#pending === null ? chunk : this.#joinedToPending(chunk));
       if (this.#written >= piece) this.#send();
       callback();
     } catch (error) {
@@ -159,6 +165,22 @@ class CopyToCsv extends Transform {
   override _flush(callback: TransformCallback): void {
     if (this.#written > 0) this.#send();
     callback(this.#ended ? null : new Error('COPY output ended before its trailer'));
+  }
+
+  /** The pending bytes followed by the chunk's, in `#joined` (which the pending bytes may already be the end of). */
+  #joinedToPending(chunk: Buffer): Buffer {
+    const pending = this.#pending!;
+    const length = pending.length + chunk.length;
+    if (this.#joined.length < length) {
+      const larger = Buffer.allocUnsafe(Math.max(length, 2 * this.#joined.length));
+      pending.copy(larger, 0);
+      this.#joined = larger;
+    } else {
+      // Buffer.copy copies overlapping bytes right.
+      pending.copy(this.#joined, 0);
+    }
+    chunk.copy(this.#joined, pending.length);
+    return this.#joined.subarray(0, length);
   }
 
   /** Sends the lines written, and writes the next ones in a fresh buffer (the one sent is the client's now). */
@@ -222,7 +244,8 @@ class CopyToCsv extends Transform {
       out[written++] = lineFeed;
     }
     this.#written = written;
-    this.#pending = at < end ? Buffer.from(input.subarray(at)) : null;
+    // A view: the chunk is not used again, and `#joined` only from its start, by the next join.
+    this.#pending = at < end ? input.subarray(at) : null;
   }
 }
 

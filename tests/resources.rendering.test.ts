@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { connect } from 'node:net';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -290,6 +290,19 @@ describe('every value of an export', () => {
       );
     }
     await expectSameBytes(db);
+  });
+
+  it('writes the same file wherever the COPY bytes are cut, rows across several chunks included', async () => {
+    const db = database.db;
+    const copy = (await copyResourcePage(db, samples, filter, 2_000_000, 0, null))!;
+    const cuts = [1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 4096, 65_536];
+    const chunks: Buffer[] = [];
+    for (let at = 0, turn = 0; at < copy.length; at += cuts[turn % cuts.length]!, turn++) {
+      chunks.push(Buffer.from(copy.subarray(at, at + cuts[turn % cuts.length]!)));
+    }
+    const parts: Buffer[] = [];
+    for await (const part of csvFromCopy(samples, Readable.from(chunks))) parts.push(part as Buffer);
+    expect(Buffer.concat(parts).equals(await fileBytes(db))).toBe(true);
   });
 });
 
