@@ -135,9 +135,10 @@ class CopyToCsv extends Transform {
   /** The bytes of a row not yet whole at the end of the last chunk (with the header, before it is read). */
   #pending: Buffer | null = null;
   /**
-   * Where such a row is joined to the next chunk, reused: a buffer taken anew for nearly every chunk
-   * (a chunk rarely ends on a row's end) doubled the dead memory that V8 has yet to collect, which
-   * on Node 24 it lets grow to 60 MB during an export.
+   * Where such a row is joined to the next chunk, reused. A buffer taken anew for nearly every chunk
+   * (a chunk rarely ends on a row's end) added to the dead memory V8 has yet to collect, which Node 24
+   * lets reach 60 MB during an export: reused, the export's peak is some 15 MB lower there, and an
+   * export takes 10-25% less time on both Nodes (issue 17).
    */
   #joined = Buffer.allocUnsafe(0);
   #headerRead = false;
