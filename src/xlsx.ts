@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { type AsyncFlateStreamHandler, Zip, type ZipInputFile } from 'fflate';
 import type { ColumnType } from '../db/resources/definition';
-import { copyBytes, copyRowsStart, int16At, int32At } from './binary-copy';
+import { CutRowJoiner, copyBytes, copyRowsStart, int16At, int32At } from './binary-copy';
 
 /*
  * The xlsx workbook the API sends, written as SpreadsheetML bytes straight from the UTF-8 bytes of
@@ -97,24 +97,14 @@ async function* batchesOfObjects(
  */
 async function* batchesOfCopy(copy: Readable, fieldsPerRow: number): AsyncGenerator<RowBatch> {
   let pending: Buffer | null = null;
-  // A cut row and the next piece, joined in one of two buffers in turn: the cut row lies in the other.
-  const joined = [Buffer.alloc(0), Buffer.alloc(0)];
-  let turn = 0;
+  const cutRows = new CutRowJoiner();
   let starts = new Int32Array(0);
   let ends = new Int32Array(0);
   let headerRead = false;
   let trailerRead = false;
   for await (const chunk of copy as AsyncIterable<Buffer>) {
-    let input = chunk;
-    if (pending !== null) {
-      const length = pending.length + chunk.length;
-      if (joined[turn]!.length < length) joined[turn] = Buffer.allocUnsafe(Math.max(length, 2 * joined[turn]!.length));
-      input = joined[turn]!.subarray(0, length);
-      pending.copy(input, 0);
-      chunk.copy(input, pending.length);
-      turn = 1 - turn;
-      pending = null;
-    }
+    const input: Buffer = pending === null ? chunk : cutRows.join(pending, chunk);
+    pending = null;
     let at = 0;
     if (!headerRead) {
       const rowsStart = copyRowsStart(input);
