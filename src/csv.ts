@@ -1,6 +1,6 @@
 import { pipeline, Readable, Transform, type TransformCallback } from 'node:stream';
 import type { ColumnType } from '../db/resources/definition';
-import { CutRowJoiner, copyBytes, copyRowsStart, int16At, int32At } from './binary-copy';
+import { CutRowJoiner, copyBytes, copyRowsStart, countExportedCopyBytes, int16At, int32At } from './binary-copy';
 
 /*
  * The CSV the API sends: UTF-8 with BOM, comma-separated, CRLF line ends, a header row of the JSON
@@ -148,6 +148,7 @@ class CopyToCsv extends Transform {
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    countExportedCopyBytes(chunk.length);
     try {
       this.#lines(this.#pending === null ? chunk : this.#cutRows.join(this.#pending, chunk));
       if (this.#written >= piece) this.#send();

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { type AsyncFlateStreamHandler, Zip, type ZipInputFile } from 'fflate';
 import type { ColumnType } from '../db/resources/definition';
-import { CutRowJoiner, copyBytes, copyRowsStart, int16At, int32At } from './binary-copy';
+import { CutRowJoiner, copyBytes, copyRowsStart, countExportedCopyBytes, int16At, int32At } from './binary-copy';
 
 /*
  * The xlsx workbook the API sends, written as SpreadsheetML bytes straight from the UTF-8 bytes of
@@ -103,6 +103,7 @@ async function* batchesOfCopy(copy: Readable, fieldsPerRow: number): AsyncGenera
   let headerRead = false;
   let trailerRead = false;
   for await (const chunk of copy as AsyncIterable<Buffer>) {
+    countExportedCopyBytes(chunk.length);
     const input: Buffer = pending === null ? chunk : cutRows.join(pending, chunk);
     pending = null;
     let at = 0;
