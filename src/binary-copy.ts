@@ -16,32 +16,6 @@ export function copyRowsStart(input: Buffer): number | null {
   return input.length < start ? null : start;
 }
 
-/**
- * Joins the start of a row cut at the end of one chunk of COPY output to the next chunk, in one of
- * two buffers reused in turn: the cut row lies in the other one (or in its chunk), and what was read
- * from the one before last is done with. A buffer taken anew for nearly every chunk (a chunk rarely
- * ends on a row's end) made V8 collect far more often, and on Node 24 let its dead memory reach
- * 60 MB during an export (issue 17). The CSV and the workbook read their COPY through one each.
- */
-export class CutRowJoiner {
-  readonly #buffers = [Buffer.alloc(0), Buffer.alloc(0)];
-  #turn = 0;
-
-  /** The cut row's bytes followed by the chunk's. */
-  join(cutRow: Buffer, chunk: Buffer): Buffer {
-    const length = cutRow.length + chunk.length;
-    let buffer = this.#buffers[this.#turn]!;
-    if (buffer.length < length) {
-      buffer = Buffer.allocUnsafe(Math.max(length, 2 * buffer.length));
-      this.#buffers[this.#turn] = buffer;
-    }
-    this.#turn = 1 - this.#turn;
-    cutRow.copy(buffer, 0);
-    chunk.copy(buffer, cutRow.length);
-    return buffer.subarray(0, length);
-  }
-}
-
 // An export allocates buffers that die at once (the socket's reads of COPY, its chunks, the CSV's
 // output pieces) and few objects. V8 frees dead buffers when it collects its young generation, which
 // objects fill (4 MB, --max-semi-space-size): during a CSV export, every 6 MB of COPY bytes, between
@@ -56,11 +30,49 @@ let copyBytesSinceYoungCollection = 0;
  * collects V8's young generation: its dead buffers go back to the allocator as they die, for about
  * 1 ms each time. `gc` exists as `npm start` runs node (--expose-gc); run otherwise (tsx), this only counts.
  */
-export function countExportedCopyBytes(bytes: number): void {
+function countExportedCopyBytes(bytes: number): void {
   copyBytesSinceYoungCollection += bytes;
   if (copyBytesSinceYoungCollection < copyBytesBetweenYoungCollections) return;
   copyBytesSinceYoungCollection = 0;
   globalThis.gc?.({ type: 'minor' });
+}
+
+/**
+ * The chunks of an export's COPY output as its reader takes them (the CSV and the workbook have one
+ * each): each one after the bytes the last left unread (a row cut at its end, a header not whole
+ * yet), and counted (countExportedCopyBytes). The two are joined in one of two buffers reused in
+ * turn: the unread bytes lie in the other one (or in their chunk), and what was read from the one
+ * before last is done with. A buffer taken anew for nearly every chunk (a chunk rarely ends on a
+ * row's end) made V8 collect far more often, and on Node 24 let its dead memory reach 60 MB during
+ * an export (issue 17).
+ */
+export class ExportCopyInput {
+  readonly #buffers = [Buffer.alloc(0), Buffer.alloc(0)];
+  #turn = 0;
+  #unread: Buffer | null = null;
+
+  /** The next chunk to read: the bytes left unread, if any, followed by `chunk`'s. */
+  next(chunk: Buffer): Buffer {
+    countExportedCopyBytes(chunk.length);
+    const unread = this.#unread;
+    if (unread === null) return chunk;
+    this.#unread = null;
+    const length = unread.length + chunk.length;
+    let buffer = this.#buffers[this.#turn]!;
+    if (buffer.length < length) {
+      buffer = Buffer.allocUnsafe(Math.max(length, 2 * buffer.length));
+      this.#buffers[this.#turn] = buffer;
+    }
+    this.#turn = 1 - this.#turn;
+    unread.copy(buffer, 0);
+    chunk.copy(buffer, unread.length);
+    return buffer.subarray(0, length);
+  }
+
+  /** The end of the chunk just read that must wait for the next (a view of it: `next` copies it). */
+  leaveUnread(bytes: Buffer): void {
+    this.#unread = bytes;
+  }
 }
 
 /** A row's field count (int16, -1 for the trailer), read in place: the readers have checked its bytes are there. */

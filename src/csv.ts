@@ -1,6 +1,6 @@
 import { pipeline, Readable, Transform, type TransformCallback } from 'node:stream';
 import type { ColumnType } from '../db/resources/definition';
-import { CutRowJoiner, copyBytes, copyRowsStart, countExportedCopyBytes, int16At, int32At } from './binary-copy';
+import { copyBytes, copyRowsStart, ExportCopyInput, int16At, int32At } from './binary-copy';
 
 /*
  * The CSV the API sends: UTF-8 with BOM, comma-separated, CRLF line ends, a header row of the JSON
@@ -132,9 +132,7 @@ const piece = 64 * 1024;
  */
 class CopyToCsv extends Transform {
   readonly #guarded: boolean[];
-  /** The bytes of a row not yet whole at the end of the last chunk (with the header, before it is read). */
-  #pending: Buffer | null = null;
-  readonly #cutRows = new CutRowJoiner();
+  readonly #input = new ExportCopyInput();
   #headerRead = false;
   #ended = false;
   /** The lines not yet sent, from the start of `#out`, written up to `#written`. */
@@ -148,9 +146,8 @@ class CopyToCsv extends Transform {
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    countExportedCopyBytes(chunk.length);
     try {
-      this.#lines(this.#pending === null ? chunk : this.#cutRows.join(this.#pending, chunk));
+      this.#lines(this.#input.next(chunk));
       if (this.#written >= piece) this.#send();
       callback();
     } catch (error) {
@@ -175,7 +172,7 @@ class CopyToCsv extends Transform {
     if (!this.#headerRead) {
       const rowsStart = copyRowsStart(input);
       if (rowsStart === null) {
-        this.#pending = input;
+        this.#input.leaveUnread(input);
         return;
       }
       at = rowsStart;
@@ -224,8 +221,7 @@ class CopyToCsv extends Transform {
       out[written++] = lineFeed;
     }
     this.#written = written;
-    // A view: copied by the next join, into the joiner's other buffer.
-    this.#pending = at < end ? input.subarray(at) : null;
+    if (at < end) this.#input.leaveUnread(input.subarray(at));
   }
 }
 

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { type AsyncFlateStreamHandler, Zip, type ZipInputFile } from 'fflate';
 import type { ColumnType } from '../db/resources/definition';
-import { CutRowJoiner, copyBytes, copyRowsStart, countExportedCopyBytes, int16At, int32At } from './binary-copy';
+import { copyBytes, copyRowsStart, ExportCopyInput, int16At, int32At } from './binary-copy';
 
 /*
  * The xlsx workbook the API sends, written as SpreadsheetML bytes straight from the UTF-8 bytes of
@@ -96,21 +96,18 @@ async function* batchesOfObjects(
  * connection.
  */
 async function* batchesOfCopy(copy: Readable, fieldsPerRow: number): AsyncGenerator<RowBatch> {
-  let pending: Buffer | null = null;
-  const cutRows = new CutRowJoiner();
+  const copyInput = new ExportCopyInput();
   let starts = new Int32Array(0);
   let ends = new Int32Array(0);
   let headerRead = false;
   let trailerRead = false;
   for await (const chunk of copy as AsyncIterable<Buffer>) {
-    countExportedCopyBytes(chunk.length);
-    const input: Buffer = pending === null ? chunk : cutRows.join(pending, chunk);
-    pending = null;
+    const input = copyInput.next(chunk);
     let at = 0;
     if (!headerRead) {
       const rowsStart = copyRowsStart(input);
       if (rowsStart === null) {
-        pending = input;
+        copyInput.leaveUnread(input);
         continue;
       }
       at = rowsStart;
@@ -149,7 +146,7 @@ async function* batchesOfCopy(copy: Readable, fieldsPerRow: number): AsyncGenera
       rows += 1;
       at = cursor;
     }
-    if (at < input.length) pending = input.subarray(at);
+    if (at < input.length) copyInput.leaveUnread(input.subarray(at));
     if (rows > 0) yield { bytes: input, rows, starts, ends };
   }
   if (!trailerRead) throw new Error('COPY output ended before its trailer');
