@@ -45,12 +45,18 @@ const nothingAround: AroundRows = () => ({ before: '', after: '' });
 
 /**
  * What the writer keeps of a resource's columns: every key as it opens its field (`{"a":`, `,"b":`),
- * all in one run of bytes, and whether each value is a number.
+ * and whether each value is a number. The keys are kept as 32-bit
+ * words (little-endian, the last one of each key padded), which the writer copies four bytes at a
+ * time: keys are half of a page's bytes.
  */
 interface Layout {
-  keyBytes: Uint8Array;
-  /** Where each field's key ends in `keyBytes` (the next one starts there). */
+  /** Where each field's key ends in the keys' bytes: the last one is a row's keys' length. */
   keyEnds: Int32Array;
+  keyWords: Int32Array;
+  /** Where each field's key ends in `keyWords`. */
+  keyWordEnds: Int32Array;
+  /** How many bytes of each key's last word are the key's (1 to 4). */
+  keyLastWordBytes: Int32Array;
   numeric: boolean[];
 }
 
@@ -60,10 +66,22 @@ function layoutOf(columns: readonly string[], types: Readonly<Record<string, Col
   let layout = layouts.get(columns);
   if (layout === undefined) {
     const keys = columns.map((column, index) => Buffer.from(`${index === 0 ? '{' : ','}${JSON.stringify(column)}:`));
+    const words: number[] = [];
+    const wordEnds: number[] = [];
+    const lastWordBytes: number[] = [];
+    for (const key of keys) {
+      const padded = Buffer.alloc(Math.ceil(key.length / 4) * 4);
+      key.copy(padded);
+      for (let at = 0; at < padded.length; at += 4) words.push(padded.readInt32LE(at));
+      wordEnds.push(words.length);
+      lastWordBytes.push(key.length - (padded.length - 4));
+    }
     let end = 0;
     layout = {
-      keyBytes: Buffer.concat(keys),
       keyEnds: Int32Array.from(keys, (key) => (end += key.length)),
+      keyWords: Int32Array.from(words),
+      keyWordEnds: Int32Array.from(wordEnds),
+      keyLastWordBytes: Int32Array.from(lastWordBytes),
       numeric: columns.map((column) => types[column] === 'integer' || types[column] === 'decimal'),
     };
     layouts.set(columns, layout);
@@ -111,6 +129,9 @@ interface JsonOutput {
   at: number;
 }
 
+/** The last word of a key may write up to 3 bytes past it: the value that follows overwrites them. */
+const keyOverrun = 3;
+
 /**
  * The rows of a whole binary COPY output (`copy`, null: no rows) in JSON, between what `around`
  * writes for their count. One buffer of the exact size (grown only for a text that needs escapes):
@@ -128,27 +149,31 @@ export function jsonRowsFromCopy(
   const { count, bytes } = copy === null ? { count: 0, bytes: 2 } : measureRows(copy, start, layout);
   const { before, after } = around(count);
   const planned = Buffer.byteLength(before) + bytes + Buffer.byteLength(after);
-  const output: JsonOutput = { bytes: Buffer.allocUnsafe(planned), at: 0 };
+  const output: JsonOutput = { bytes: Buffer.allocUnsafe(planned + keyOverrun), at: 0 };
   output.at = output.bytes.write(before, 0);
   output.bytes[output.at++] = 0x5b; // [
   if (copy !== null) writeRows(copy, start, count, layout, output, planned);
   output.bytes[output.at++] = 0x5d; // ]
   output.at += output.bytes.write(after, output.at);
-  const json = output.at === output.bytes.length ? output.bytes : output.bytes.subarray(0, output.at);
-  return { json, count };
+  return { json: output.bytes.subarray(0, output.at), count };
 }
 
 /**
- * Writes the rows, each `{"key":value,…}`, comma-separated. A text is copied as it is read, its
- * bytes checked for escapes on the way; the rare text that needs them is written again, escaped.
+ * Writes the rows, each `{"key":value,…}`, comma-separated. Keys and texts go four bytes at a time
+ * (a DataView reads and writes a 32-bit word anywhere), half as long a page as byte by byte: a text
+ * is copied as it is read, each word checked for a byte that needs an escape (below 0x20, a quote,
+ * a backslash) with the bit tricks of "Bit Twiddling Hacks" (hasless, haszero: exact for whether a
+ * word holds one); the rare text that needs escapes is written again, escaped.
  * The loop is a function of its own, which returns as soon as it ends: V8 optimises it while a
  * first large page runs (on-stack replacement), and code after the loop, never run by then, would
  * send each later page back to the unoptimised code as it leaves the loop.
  */
 function writeRows(copy: Buffer, start: number, count: number, layout: Layout, output: JsonOutput, planned: number): void {
-  const { keyBytes, keyEnds, numeric } = layout;
-  const fieldCount = keyEnds.length;
+  const { keyWords, keyWordEnds, keyLastWordBytes, numeric } = layout;
+  const fieldCount = keyWordEnds.length;
+  const source = new DataView(copy.buffer, copy.byteOffset, copy.length);
   let out = output.bytes;
+  let target = new DataView(out.buffer, out.byteOffset, out.length);
   let written = output.at;
   // The bytes the escapes added so far: `written - added` is where the writing would be without them.
   let added = 0;
@@ -156,10 +181,11 @@ function writeRows(copy: Buffer, start: number, count: number, layout: Layout, o
   for (let row = 0; row < count; row++) {
     at += 2;
     if (row > 0) out[written++] = 0x2c; // ,
-    let keyAt = 0;
+    let word = 0;
     for (let field = 0; field < fieldCount; field++) {
-      // Byte by byte here, not through copyBytes: a call per field made the page 16% slower.
-      for (const keyEnd = keyEnds[field]!; keyAt < keyEnd; ) out[written++] = keyBytes[keyAt++]!;
+      for (const lastWord = keyWordEnds[field]! - 1; word < lastWord; word++, written += 4) target.setInt32(written, keyWords[word]!, true);
+      target.setInt32(written, keyWords[word++]!, true);
+      written += keyLastWordBytes[field]!;
       const length = int32At(copy, at);
       at += 4;
       if (length < 0) {
@@ -172,8 +198,19 @@ function writeRows(copy: Buffer, start: number, count: number, layout: Layout, o
       } else {
         const fieldStart = written;
         out[written++] = quote;
+        // Nonzero once a byte needs an escape.
         let escapes = 0;
-        for (let i = at; i < end; i++) {
+        let i = at;
+        for (; i + 4 <= end; i += 4, written += 4) {
+          const bytes = source.getInt32(i, true);
+          target.setInt32(written, bytes, true);
+          const quotes = bytes ^ 0x22222222;
+          const backslashes = bytes ^ 0x5c5c5c5c;
+          escapes |=
+            (((bytes - 0x20202020) & ~bytes) | ((quotes - 0x01010101) & ~quotes) | ((backslashes - 0x01010101) & ~backslashes)) &
+            0x80808080;
+        }
+        for (; i < end; i++) {
           const byte = copy[i]!;
           escapes |= needsEscape[byte]!;
           out[written++] = byte;
@@ -183,11 +220,12 @@ function writeRows(copy: Buffer, start: number, count: number, layout: Layout, o
         } else {
           // At most 6 bytes per byte (\u00XX) and its quotes, and what is still to come after it.
           const stillPlanned = planned - (fieldStart - added) - (length + 2);
-          const needed = fieldStart + 6 * length + 2 + stillPlanned;
+          const needed = fieldStart + 6 * length + 2 + stillPlanned + keyOverrun;
           if (needed > out.length) {
             const larger = Buffer.allocUnsafe(Math.max(needed, out.length + (out.length >> 2)));
             out.copy(larger, 0, 0, fieldStart);
             out = larger;
+            target = new DataView(out.buffer, out.byteOffset, out.length);
           }
           written = writeEscapedJsonString(copy, at, end, out, fieldStart);
           added += written - fieldStart - (length + 2);

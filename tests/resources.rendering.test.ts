@@ -282,6 +282,24 @@ describe('every value of an export', () => {
     await expectSameBytes(db);
   });
 
+  // The JSON writer reads texts four bytes at a time: a character that needs an escape is found
+  // wherever it falls in a word, and its neighbours (one byte off, or UTF-8 bytes) are not taken for one.
+  it('finds every character that needs an escape wherever it falls in a text, and nothing else', async () => {
+    const db = database.db;
+    const escaped = ['"', '\\', ...Array.from({ length: 0x1f }, (_, code) => String.fromCharCode(code + 1))];
+    const lookalikes = [' ', '!', '#', '[', ']', '\u007f', 'é', '€', '😀'];
+    const texts: string[] = [];
+    for (const character of [...escaped, ...lookalikes]) {
+      for (let position = 0; position < 9; position++) {
+        texts.push(`${'abcdefgh'.slice(0, position)}${character}${'ijklmnop'.slice(position)}`);
+      }
+      texts.push(character.repeat(9));
+    }
+    await sql`delete from rendering_samples`.execute(db);
+    await sql`insert into rendering_samples (n, t) select n, t from unnest(${texts}::text[]) with ordinality as u(t, n)`.execute(db);
+    await expectSameBytes(db);
+  });
+
   it('writes random texts of the characters that matter as before (property)', async () => {
     const db = database.db;
     const unit = fc.constantFrom('"', ',', '\r', '\n', ' ', '=', '+', '-', '@', '\t', '\uFEFF', '\u2028', '\\', "'", 'a', 'é', '😀');
