@@ -80,6 +80,14 @@ interface KnownKey {
 /** Keys remembered at most (the first admitted goes first): a server sees a few keys, not thousands. */
 const knownKeysKept = 10_000;
 
+/**
+ * Settles once this turn of the event loop is over (setImmediate), when a read answered ahead has
+ * sent its own statements: its count goes out after them. Sent first, the count's statement woke
+ * its PostgreSQL backend, which could take this process's core while the page's statements waited
+ * to be written (strace of a 1,000-row page: that write took 0.4 ms at the median, 4 ms at p90).
+ */
+const afterThisTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** Reads change nothing: they are the only requests answered ahead of their verdict. */
 const methodsAnsweredAhead = new Set(['GET']);
 /** The `format` values of the files a read may stream (the other answers are whole before they are sent). */
@@ -93,7 +101,7 @@ const exportFormats = new Set(['csv', 'xlsx']);
  * counted per client address, which keeps key guessing slow.
  *
  * A read with a key this process already admitted does not wait for its count: the handler
- * prepares the answer while the statement runs, and the `onSend` hook (`awaitAdmission`) holds
+ * prepares the answer while the statement runs (sent after the handler's own, afterThisTurn), and the `onSend` hook (`awaitAdmission`) holds
  * every answer of such a request, error or not, until the verdict, which may replace it with the
  * refusal. The count is the same exact one; only its round trip leaves the request's path. The work
  * done ahead for a request that is then refused is bounded: a key is answered ahead only within
@@ -173,12 +181,14 @@ export function createAuthenticator(
     const keyHashText = keyHash.toString('base64');
     const known = knownKeys.get(keyHashText);
     const answeringAhead = mayAnswerAhead(request, known);
-    const admission = findKeyAndCountRequest(keyHash, keyHashText).then((key) => admissionOf(request, keyHashText, key));
+    const countAndAdmit = () => findKeyAndCountRequest(keyHash, keyHashText).then((key) => admissionOf(request, keyHashText, key));
     if (answeringAhead) {
       known.answeringAhead += 1;
-      const settled = admission.finally(() => {
-        known.answeringAhead -= 1;
-      });
+      const settled = afterThisTurn()
+        .then(countAndAdmit)
+        .finally(() => {
+          known.answeringAhead -= 1;
+        });
       settled.then(
         (outcome) => onAnsweredAhead('refusal' in outcome ? 'refused' : 'admitted'),
         // The database did not answer: awaitAdmission answers the 503.
@@ -187,7 +197,7 @@ export function createAuthenticator(
       admissionsAwaited.set(request, settled);
       request.caller = known.caller;
     } else {
-      const outcome = await admission;
+      const outcome = await countAndAdmit();
       if ('refusal' in outcome) throw outcome.refusal;
       reply.headers(outcome.headers);
       request.caller = outcome.caller;

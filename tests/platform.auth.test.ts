@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { findKeyAndCountRequests, revokeApiKey } from '../db/api-keys';
 import { createDb } from '../db/connection';
 import { addLicences } from '../db/organisations';
@@ -147,6 +147,30 @@ describe('reads of a known key, answered while they are counted', () => {
     expect(response.headers.ratelimit).toMatch(new RegExp(`^"par-cle";r=${limit - 2};t=\\d+$`));
     expect(response.headers.link).toMatch(/offset=1/);
     expect(await answeredAhead()).toEqual({ ...before, admitted: before.admitted + 1 });
+  });
+
+  it('sends the statements of a read answered ahead before the one that counts it', async () => {
+    const { key } = await knownKey();
+    // Every statement the pool's connections send, in order (the server's client calls pg's own query).
+    const sent: string[] = [];
+    const query = pg.Client.prototype.query;
+    const spy = vi.spyOn(pg.Client.prototype, 'query').mockImplementation(function (this: pg.Client, ...args: unknown[]) {
+      const [statement] = args as [string | { text?: string; name?: string }];
+      sent.push(typeof statement === 'string' ? statement : [statement?.name, statement?.text].filter(Boolean).join(' '));
+      return (query as (...rest: unknown[]) => unknown).apply(this, args);
+    } as typeof query);
+    try {
+      expect((await read(key)).statusCode).toBe(200);
+    } finally {
+      spy.mockRestore();
+    }
+    const position = (pattern: RegExp) => sent.findIndex((statement) => pattern.test(statement));
+    const [page, count, verdict] = [position(/^copy \(/), position(/count\(\*\)/), position(/api_key_request/)];
+    expect(
+      [page, count, verdict].every((at) => at >= 0),
+      sent.join('\n'),
+    ).toBe(true);
+    expect(verdict).toBeGreaterThan(Math.max(page, count));
   });
 
   it('replaces whatever a read answered ahead (a page, a 400, a 404) with the 401 of a key revoked in between', async () => {
