@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, webcrypto } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 // `meta.generated_at` changes every minute whatever the data: it is left out of the validator.
@@ -6,9 +6,10 @@ const generatedAtField = '"generated_at":"';
 
 /**
  * A weak validator of a JSON body: the same data gives the same ETag. It hashes the encoded bytes
- * around `generated_at` (no copy of the text without it: that cost more than the hash).
+ * around `generated_at` (no copy of the text without it: that cost more than the hash), then
+ * `more` (a page's rows, as their digest: pageEtag).
  */
-export function jsonEtag(body: Buffer): string {
+export function jsonEtag(body: Buffer, ...more: Uint8Array[]): string {
   const hash = createHash('sha256');
   const start = body.indexOf(generatedAtField);
   if (start === -1) {
@@ -17,7 +18,35 @@ export function jsonEtag(body: Buffer): string {
     const end = body.indexOf('"', start + generatedAtField.length) + 1;
     hash.update(body.subarray(0, start)).update(body.subarray(end));
   }
+  for (const part of more) hash.update(part);
   return `W/"${hash.digest('base64url').slice(0, 27)}"`;
+}
+
+/** From this size on, a page's rows are hashed on another thread (libuv's pool), while this one writes their JSON. */
+const rowsHashedElsewhereFrom = 64 * 1024;
+
+/**
+ * The digest of a page's rows as PostgreSQL gave them (the bytes of their binary COPY), which
+ * their JSON is written from: the same rows, the same digest. A large page's is computed on
+ * another thread (WebCrypto's digest runs in libuv's pool) while the handler writes the JSON
+ * (a 1,000-row page: 0.3-0.6 ms of hashing off the answer's path); a small one's at once, which costs
+ * less than handing it over.
+ */
+export async function rowsDigest(copy: Buffer | null): Promise<Uint8Array> {
+  if (copy === null || copy.length < rowsHashedElsewhereFrom)
+    return createHash('sha256')
+      .update(copy ?? '')
+      .digest();
+  return new Uint8Array(await webcrypto.subtle.digest('SHA-256', copy));
+}
+
+/**
+ * The ETag of a page: its envelope without the rows (and without `generated_at`), and the digest
+ * of its rows' COPY bytes (rowsDigest), which stand for the rows' JSON: hashing the bytes read,
+ * not those written, lets the hash run while the JSON is written.
+ */
+export function pageEtag(envelope: string, rows: Uint8Array): string {
+  return jsonEtag(Buffer.from(envelope), rows);
 }
 
 function matches(ifNoneMatch: string, etag: string): boolean {
@@ -37,7 +66,8 @@ export async function conditionalJson(request: FastifyRequest, reply: FastifyRep
   // A page comes as bytes (handlers/list-resource.ts); other answers are encoded once, here: the
   // hash reads these bytes and the response sends them.
   const body = typeof payload === 'string' ? Buffer.from(payload) : payload;
-  const etag = jsonEtag(body);
+  // A page comes with its ETag (pageEtag); any other answer's is its body's.
+  const etag = (reply.getHeader('etag') as string | undefined) ?? jsonEtag(body);
   reply.header('ETag', etag);
   const ifNoneMatch = request.headers['if-none-match'];
   if (ifNoneMatch && matches(ifNoneMatch, etag)) {

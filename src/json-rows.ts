@@ -36,6 +36,8 @@ export interface JsonRows {
   json: Buffer;
   /** How many rows it holds. */
   count: number;
+  /** What `around` put before and after them. */
+  around: { before: string; after: string };
 }
 
 /** What a page writes before and after its rows (the envelope, whose head needs their count). */
@@ -155,7 +157,7 @@ export function jsonRowsFromCopy(
   if (copy !== null) writeRows(copy, start, count, layout, output, planned);
   output.bytes[output.at++] = 0x5d; // ]
   output.at += output.bytes.write(after, output.at);
-  return { json: output.bytes.subarray(0, output.at), count };
+  return { json: output.bytes.subarray(0, output.at), count, around: { before, after } };
 }
 
 /**

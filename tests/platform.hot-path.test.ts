@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -7,7 +8,7 @@ import { formatParisDate, formatParisDateTime } from '../db/paris-time';
 import { countResourceRows, streamRowChunks } from '../db/resources/list';
 import { usersResource } from '../db/resources/users';
 import { hashApiKey } from '../src/api-keys';
-import { jsonEtag } from '../src/conditional-requests';
+import { jsonEtag, pageEtag, rowsDigest } from '../src/conditional-requests';
 import { createRequestCounter } from '../src/request-counter';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
@@ -167,6 +168,20 @@ describe('the ETag of a JSON body', () => {
     expect(jsonEtag(body('2026-11-22 09:00', 'a@exemple.fr'))).toBe(jsonEtag(body('2026-11-22 09:01', 'a@exemple.fr')));
     expect(jsonEtag(body('2026-11-22 09:00', 'a@exemple.fr'))).not.toBe(jsonEtag(body('2026-11-22 09:00', 'b@exemple.fr')));
     expect(jsonEtag(Buffer.from('{"data":[]}'))).toMatch(/^W\/"[\w-]{27}"$/);
+  });
+
+  it('of a page: its envelope without generated_at and its rows digest, the same whichever thread hashed them', async () => {
+    const envelope = (generatedAt: string) => `{"resource":"users","meta":{"generated_at":"${generatedAt}"},"data":}`;
+    // A large page is hashed on another thread, a small one at once: both give the SHA-256 of the bytes.
+    for (const size of [100, 200_000]) {
+      const rows = Buffer.alloc(size, 'r');
+      expect(Buffer.from(await rowsDigest(rows)), String(size)).toEqual(createHash('sha256').update(rows).digest());
+    }
+    const digest = await rowsDigest(Buffer.alloc(200_000, 'r'));
+    const other = await rowsDigest(Buffer.alloc(200_000, 's'));
+    expect(pageEtag(envelope('2026-11-22 09:00'), digest)).toBe(pageEtag(envelope('2026-11-22 09:01'), digest));
+    expect(pageEtag(envelope('2026-11-22 09:00'), digest)).not.toBe(pageEtag(envelope('2026-11-22 09:00'), other));
+    expect(pageEtag(envelope('2026-11-22 09:00'), await rowsDigest(null))).toMatch(/^W\/"[\w-]{27}"$/);
   });
 });
 

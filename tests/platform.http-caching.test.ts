@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bearer } from './support/app';
 import { addLearner, createOrgWithKeys } from './support/factories';
@@ -36,6 +37,33 @@ describe('conditional requests for polling', () => {
     const after = await get('/v1/users', { 'if-none-match': before as string });
     expect(after.statusCode).toBe(200);
     expect(after.headers.etag).not.toBe(before);
+  });
+
+  it('gives a large page the ETag of its rows too (hashed on another thread), and follows a change of one of them', async () => {
+    const large = await createOrgWithKeys(fixture.db);
+    await sql`
+      with new_accounts as (
+        insert into accounts (email, name)
+        select 'apprenant' || i || '@grand.fr', 'Apprenant ' || i from generate_series(1, 1200) i
+        returning id
+      )
+      insert into memberships (org_id, account_id, status, joined_at)
+      select ${large.orgId}, id, 'actif', timestamptz '2026-01-05 10:00' from new_accounts`.execute(fixture.db);
+    const getLarge = (headers: Record<string, string> = {}) =>
+      fixture.app.inject({ method: 'GET', url: '/v1/users?limit=1000', headers: { ...bearer(large.readKey), ...headers } });
+    const first = await getLarge();
+    expect(first.rawPayload.length).toBeGreaterThan(100_000);
+    const etag = first.headers.etag as string;
+    expect(etag).toMatch(/^W\/"[\w-]{27}"$/);
+    expect((await getLarge()).headers.etag).toBe(etag);
+    const unchanged = await getLarge({ 'if-none-match': etag });
+    expect(unchanged.statusCode).toBe(304);
+    expect(unchanged.body).toBe('');
+    await sql`update accounts set name = 'Apprenant renommé' where email = 'apprenant1@grand.fr'`.execute(fixture.db);
+    const changed = await getLarge({ 'if-none-match': etag });
+    expect(changed.statusCode).toBe(200);
+    expect(changed.headers.etag).not.toBe(etag);
+    expect(changed.json().data.some((row: { nom: string }) => row.nom === 'Apprenant renommé')).toBe(true);
   });
 
   it('sends the IETF RateLimit fields beside X-RateLimit-*, consistent with them', async () => {
