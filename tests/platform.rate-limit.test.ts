@@ -169,4 +169,15 @@ describe('a bucket’s counters', () => {
     );
     expect(stored.rows).toEqual([{ kept: 3, counted: 3 }]);
   }, 20_000);
+
+  it('say when a place frees when the current second holds them all: once it leaves the window', async () => {
+    const bucket = `test:${Date.now()}:current`;
+    const [limit, windowSeconds] = [2, 4];
+    await sleep(1000 - (Date.now() % 1000) + 50);
+    const counted = [];
+    for (let i = 0; i < 3; i++) counted.push(await countRequest(database.db, bucket, limit, windowSeconds));
+    expect(counted.map((request) => request.granted)).toEqual([1, 1, 0]);
+    // This second leaves the window 4 + 1 seconds after it began.
+    expect(counted[2]!.resetSeconds).toBe(windowSeconds + 1);
+  });
 });
