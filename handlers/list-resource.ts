@@ -103,7 +103,8 @@ export function createListHandler<Id extends ListOperationId>(
       countResourceRows(db, resource, filter, cap),
       copyResourcePage(db, resource, filter, limit, offset, cap),
     ]);
-    // The page's ETag hashes its rows as read, on another thread for a large page, while this one writes their JSON.
+    // The page's ETag hashes its rows as read (on another thread for a large page) while this
+    // thread writes their JSON.
     const digest = rowsDigest(page);
     digest.catch(() => undefined);
     const meta = buildMeta(request, { year, truncated: counted.truncated, updatedSince, learner, programme: programmeSlug });

@@ -82,9 +82,9 @@ const knownKeysKept = 10_000;
 
 /**
  * Settles once this turn of the event loop is over (setImmediate), when a read answered ahead has
- * sent its own statements: its count goes out after them. Sent first, the count's statement woke
- * its PostgreSQL backend, which could take this process's core while the page's statements waited
- * to be written (strace of a 1,000-row page: that write took 0.4 ms at the median, 4 ms at p90).
+ * sent its own statements: its count goes out after them. Sent first, it left between the page's
+ * COPY and its count (perf trace of 1,000-row pages), and on 2 cores its backend took a core while
+ * this process still had the page's count to send.
  */
 const afterThisTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -101,9 +101,9 @@ const exportFormats = new Set(['csv', 'xlsx']);
  * counted per client address, which keeps key guessing slow.
  *
  * A read with a key this process already admitted does not wait for its count: the handler
- * prepares the answer while the statement runs (sent after the handler's own, afterThisTurn), and the `onSend` hook (`awaitAdmission`) holds
- * every answer of such a request, error or not, until the verdict, which may replace it with the
- * refusal. The count is the same exact one; only its round trip leaves the request's path. The work
+ * prepares the answer while the statement runs (sent after the handler's own: afterThisTurn), and
+ * the `onSend` hook (`awaitAdmission`) holds every answer of such a request, error or not, until
+ * the verdict, which may replace it with the refusal. The count is the same exact one; only its round trip leaves the request's path. The work
  * done ahead for a request that is then refused is bounded: a key is answered ahead only within
  * the places its last verdict left, so a key over its budget waits for its verdict as any other.
  */
