@@ -26,16 +26,6 @@ export interface CountedRequests {
 }
 
 /**
- * Takes $requests requests from a bucket's budget of $limit per $window seconds, over any window
- * (sliding): accepted requests are counted per second of the database clock (which every server
- * process shares), and a request is accepted while the window's seconds and the one before it hold
- * fewer than the limit. The bucket keeps the current second's count apart from the seconds before
- * it, and their sum: the statement runs for every request (or batch of one key's requests), and in
- * its common case, another request in the same second, it only adds to two integers. When the
- * second has changed, the counters shift first and the seconds that left the window are
- * subtracted. `granted` is written with the row so the statement can read back its own share.
- */
-/**
  * Seconds until a place frees, read off the bucket as the statement leaves it: `counts[i]` (from 1)
  * counts the second `newest_second - window + i - 1`, which stops being counted once the clock
  * reaches `newest_second + i`; the oldest second still counted frees the first place (the current
@@ -47,6 +37,16 @@ const resetSeconds = `greatest(1, ceil(newest_second
     + coalesce((select min(i) from generate_subscripts(counts, 1) as i where counts[i] > 0), array_length(counts, 1) + 1)
     - extract(epoch from clock_timestamp())))::int`;
 
+/**
+ * Takes $requests requests from a bucket's budget of $limit per $window seconds, over any window
+ * (sliding): accepted requests are counted per second of the database clock (which every server
+ * process shares), and a request is accepted while the window's seconds and the one before it hold
+ * fewer than the limit. The bucket keeps the current second's count apart from the seconds before
+ * it, and their sum: the statement runs for every request (or batch of one key's requests), and in
+ * its common case, another request in the same second, it only adds to two integers. When the
+ * second has changed, the counters shift first and the seconds that left the window are
+ * subtracted. `granted` is written with the row so the statement can read back its own share.
+ */
 function takeFromBucket(rows: string, params: { requests: string; limit: string; windowSeconds: string }): string {
   const { requests, limit, windowSeconds: window } = params;
   const elapsed = '(excluded.newest_second - l.newest_second)';

@@ -47,13 +47,12 @@ const nothingAround: AroundRows = () => ({ before: '', after: '' });
 
 /**
  * What the writer keeps of a resource's columns: every key as it opens its field (`{"a":`, `,"b":`),
- * and whether each value is a number. The keys are kept as 32-bit
- * words (little-endian, the last one of each key padded), which the writer copies four bytes at a
- * time: keys are half of a page's bytes.
+ * as 32-bit words (little-endian, the last one of each key padded), which the writer copies four
+ * bytes at a time (keys are half of a page's bytes); and whether each value is a number.
  */
 interface Layout {
-  /** Where each field's key ends in the keys' bytes: the last one is a row's keys' length. */
-  keyEnds: Int32Array;
+  /** The bytes of a row's keys, all together. */
+  rowKeyBytes: number;
   keyWords: Int32Array;
   /** Where each field's key ends in `keyWords`. */
   keyWordEnds: Int32Array;
@@ -78,9 +77,8 @@ function layoutOf(columns: readonly string[], types: Readonly<Record<string, Col
       wordEnds.push(words.length);
       lastWordBytes.push(key.length - (padded.length - 4));
     }
-    let end = 0;
     layout = {
-      keyEnds: Int32Array.from(keys, (key) => (end += key.length)),
+      rowKeyBytes: keys.reduce((bytes, key) => bytes + key.length, 0),
       keyWords: Int32Array.from(words),
       keyWordEnds: Int32Array.from(wordEnds),
       keyLastWordBytes: Int32Array.from(lastWordBytes),
@@ -93,9 +91,8 @@ function layoutOf(columns: readonly string[], types: Readonly<Record<string, Col
 
 /** The rows of a COPY output and the bytes of their JSON array without escapes, read from the fields' lengths alone. */
 function measureRows(copy: Buffer, start: number, layout: Layout): { count: number; bytes: number } {
-  const { keyEnds, numeric } = layout;
-  const fieldCount = keyEnds.length;
-  const rowKeys = keyEnds[fieldCount - 1]!;
+  const { rowKeyBytes: rowKeys, keyWordEnds, numeric } = layout;
+  const fieldCount = keyWordEnds.length;
   const end = copy.length;
   let at = start;
   let count = 0;
