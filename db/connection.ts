@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createQueryId, Kysely, PostgresDialect, PostgresQueryCompiler, type RawBuilder, sql } from 'kysely';
@@ -203,17 +204,23 @@ export async function copyOut(db: DB, query: RawBuilder<unknown>): Promise<Reada
   return CopyOutStream.open(copyHandleOf(db), binaryCopyStatement(query));
 }
 
+/** A binary COPY's whole output, with its SHA-256 (a page's ETag stands on it). */
+export interface CopiedBytes {
+  bytes: Buffer;
+  sha256: Buffer;
+}
+
 /**
  * The whole output of a binary COPY statement (binaryCopyStatement) of few rows (a JSON page), on a
  * pooled connection and under the time limits of any statement: PostgreSQL's bytes, which this
- * process neither parses into row objects nor decodes into strings.
+ * process neither parses into row objects nor decodes into strings, and their digest.
  */
-export async function copyOutWhole(db: DB, statement: string): Promise<Buffer> {
+export async function copyOutWhole(db: DB, statement: string): Promise<CopiedBytes> {
   const client = (await copyHandleOf(db).pool.connect()) as unknown as PreparingClient & pg.PoolClient;
   try {
-    const bytes = await client.copyWhole(statement);
+    const copied = await client.copyWhole(statement);
     client.release();
-    return bytes;
+    return copied;
   } catch (error) {
     // As pg-pool's own query does: a connection whose statement failed is closed, not reused.
     client.release(error as Error);
@@ -226,15 +233,25 @@ export async function copyOutWhole(db: DB, statement: string): Promise<Buffer> {
  * CopyData message's bytes are copied into one buffer as they come. pg-copy-streams, for the
  * streamed exports, takes the socket from pg and back through Node's stream machinery, which cost
  * a 100-row page more than its rows (perf, users benchmark).
+ *
+ * The bytes are hashed as they arrive, a step at a time, while PostgreSQL still sends the rest: the
+ * page's ETag is ready with its last byte. Hashed after the COPY, on this thread or on libuv's
+ * pool, a 1,000-row page's 370 kB cost its answer 0.2 ms at the median, and up to 2.5 ms when the
+ * pool's thread waited for a core that PostgreSQL's backends held.
  */
+/** Bytes hashed at a time: few calls, and little left to hash once the last byte arrives. */
+const hashedPerStep = 16 * 1024;
+
 class WholeCopyQuery {
   #bytes = Buffer.allocUnsafe(16 * 1024);
   #length = 0;
-  #done: ((error: Error | null, bytes?: Buffer) => void) | undefined;
+  #hash = createHash('sha256');
+  #hashedUpTo = 0;
+  #done: ((error: Error | null, copied?: CopiedBytes) => void) | undefined;
 
   constructor(
     readonly text: string,
-    done: (error: Error | null, bytes?: Buffer) => void,
+    done: (error: Error | null, copied?: CopiedBytes) => void,
   ) {
     this.#done = done;
   }
@@ -252,10 +269,17 @@ class WholeCopyQuery {
       this.#bytes = larger;
     }
     this.#length += chunk.copy(this.#bytes, this.#length);
+    if (this.#length - this.#hashedUpTo >= hashedPerStep) this.#hashArrived();
   }
 
   handleReadyForQuery(): void {
-    this.#finish(null, this.#bytes.subarray(0, this.#length));
+    this.#hashArrived();
+    this.#finish(null, { bytes: this.#bytes.subarray(0, this.#length), sha256: this.#hash.digest() });
+  }
+
+  #hashArrived(): void {
+    this.#hash.update(this.#bytes.subarray(this.#hashedUpTo, this.#length));
+    this.#hashedUpTo = this.#length;
   }
 
   /** An error from PostgreSQL (pg then sends no ReadyForQuery here) or the connection's loss. */
@@ -272,10 +296,10 @@ class WholeCopyQuery {
     connection.sendCopyFail('COPY FROM STDIN non prévu');
   }
 
-  #finish(error: Error | null, bytes?: Buffer): void {
+  #finish(error: Error | null, copied?: CopiedBytes): void {
     const done = this.#done;
     this.#done = undefined;
-    done?.(error, bytes);
+    done?.(error, copied);
   }
 }
 
@@ -353,16 +377,16 @@ class PreparingClient extends pg.Client {
   }
 
   /** The whole output of a COPY … TO STDOUT, under the same answer time limit as a statement. */
-  copyWhole(statement: string): Promise<Buffer> {
+  copyWhole(statement: string): Promise<CopiedBytes> {
     if (this.#givenUp) return Promise.reject(new Error('Connection terminated after a query read timeout'));
     return new Promise((resolve, reject) => {
       const awaited: AwaitedAnswer = { sentAt: performance.now(), fail: reject };
       this.#await(awaited);
       super.query(
-        new WholeCopyQuery(statement, (error, bytes) => {
+        new WholeCopyQuery(statement, (error, copied) => {
           this.#answered(awaited);
           if (error) reject(error);
-          else resolve(bytes!);
+          else resolve(copied!);
         }),
       );
     });

@@ -1,4 +1,4 @@
-import { createHash, webcrypto } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 // `meta.generated_at` changes every minute whatever the data: it is left out of the validator.
@@ -22,28 +22,13 @@ export function jsonEtag(body: Buffer, ...more: Uint8Array[]): string {
   return `W/"${hash.digest('base64url').slice(0, 27)}"`;
 }
 
-/** From this size on, a page's rows are hashed on another thread (libuv's pool), while this one writes their JSON. */
-const rowsHashedElsewhereFrom = 64 * 1024;
+/** The digest that stands for the rows of a page past the cap, which has none. */
+export const noRowsDigest: Uint8Array = createHash('sha256').digest();
 
 /**
- * The digest of a page's rows as PostgreSQL gave them (the bytes of their binary COPY), which
- * their JSON is written from: the same rows, the same digest. A large page's is computed on
- * another thread (WebCrypto's digest runs in libuv's pool) while the handler writes the JSON
- * (a 1,000-row page: 0.3-0.6 ms of hashing off the answer's path); a small one's at once, which costs
- * less than handing it over.
- */
-export async function rowsDigest(copy: Buffer | null): Promise<Uint8Array> {
-  if (copy === null || copy.length < rowsHashedElsewhereFrom)
-    return createHash('sha256')
-      .update(copy ?? '')
-      .digest();
-  return new Uint8Array(await webcrypto.subtle.digest('SHA-256', copy));
-}
-
-/**
- * The ETag of a page: its envelope without the rows (and without `generated_at`), and the digest
- * of its rows' COPY bytes (rowsDigest), which stand for the rows' JSON: hashing the bytes read,
- * not those written, lets the hash run while the JSON is written.
+ * The ETag of a page: its envelope without the rows (and without `generated_at`), and the SHA-256
+ * of its rows' COPY bytes, which stand for the rows' JSON: the same rows, the same digest. The bytes
+ * read are hashed as they arrive (db/connection.ts copyOutWhole), before the JSON is written.
  */
 export function pageEtag(envelope: string, rows: Uint8Array): string {
   return jsonEtag(Buffer.from(envelope), rows);

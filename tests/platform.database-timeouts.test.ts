@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { binaryCopyStatement, copyOutWhole, createDb, type DB } from '../db/connection';
@@ -74,7 +75,7 @@ describe('a page read as a COPY', () => {
       const started = Date.now();
       await expect(copyOutWhole(db, sleepy(2))).rejects.toThrow(/statement timeout/);
       expect(Date.now() - started).toBeLessThan(1300);
-      expect((await copyOutWhole(db, sleepy(0))).length).toBeGreaterThan(0);
+      expect((await copyOutWhole(db, sleepy(0))).bytes.length).toBeGreaterThan(0);
     });
   });
 
@@ -83,7 +84,10 @@ describe('a page read as a COPY', () => {
       // Rows 1 to 4999 are sent before row 5000 divides by zero.
       const failing = binaryCopyStatement(sql`select (1 / (5000 - g))::text as n from generate_series(1, 6000) g`);
       await expect(copyOutWhole(db, failing)).rejects.toThrow(/division by zero/);
-      const whole = await copyOutWhole(db, binaryCopyStatement(sql`select lpad(g::text, 100, '0') as n from generate_series(1, 5000) g`));
+      const { bytes: whole, sha256 } = await copyOutWhole(
+        db,
+        binaryCopyStatement(sql`select lpad(g::text, 100, '0') as n from generate_series(1, 5000) g`),
+      );
       // Header (19 bytes), 5000 rows of 2 + 4 + 100 bytes, trailer (2 bytes): grown well past its first buffer,
       // every row's bytes in place (pg reuses the buffer each message was read into).
       expect(whole.length).toBe(19 + 5000 * 106 + 2);
@@ -91,6 +95,8 @@ describe('a page read as a COPY', () => {
         const field = 19 + row * 106 + 6;
         expect(whole.toString('latin1', field, field + 100)).toBe(String(row + 1).padStart(100, '0'));
       }
+      // Hashed a step at a time as the bytes came, across the buffer's growth: the digest of them all.
+      expect(sha256).toEqual(createHash('sha256').update(whole).digest());
     });
   });
 
@@ -101,7 +107,7 @@ describe('a page read as a COPY', () => {
     throughProxy.port = String(proxy.port);
     const db = createDb(throughProxy.toString(), { poolSize: 1, queryTimeoutMs, onConnectionLost: () => undefined });
     try {
-      expect((await copyOutWhole(db, sleepy(0))).length).toBeGreaterThan(0);
+      expect((await copyOutWhole(db, sleepy(0))).bytes.length).toBeGreaterThan(0);
       proxy.blackHole();
       const started = Date.now();
       await expect(copyOutWhole(db, sleepy(0))).rejects.toThrow(/Query read timeout/);
@@ -111,7 +117,7 @@ describe('a page read as a COPY', () => {
       proxy.restore();
       // The connection caught by the black hole was given up: a new one answers at once.
       const again = Date.now();
-      expect((await copyOutWhole(db, sleepy(0))).length).toBeGreaterThan(0);
+      expect((await copyOutWhole(db, sleepy(0))).bytes.length).toBeGreaterThan(0);
       expect(Date.now() - again).toBeLessThan(1000);
     } finally {
       await db.destroy();

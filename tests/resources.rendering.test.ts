@@ -254,7 +254,7 @@ describe('every value of an export', () => {
     const file = await fileBytes(db);
     const rows = await oracleExportRows(db, samples, filter, null);
     expectSameText(file.toString('latin1'), oracleCsv(samples.columns, rows).toString('latin1'));
-    const copy = (await copyResourcePage(db, samples, filter, 2_000_000, 0, null))!;
+    const copy = (await copyResourcePage(db, samples, filter, 2_000_000, 0, null))!.bytes;
     const page = jsonRowsFromCopy(samples, copy);
     expect(page.count).toBe(rows.length);
     expectSameText(page.json.toString('utf8'), JSON.stringify(rows));
@@ -345,7 +345,7 @@ describe('every value of an export', () => {
 
   it('writes the same file wherever the COPY bytes are cut, rows across several chunks included', async () => {
     const db = database.db;
-    const copy = (await copyResourcePage(db, samples, filter, 2_000_000, 0, null))!;
+    const copy = (await copyResourcePage(db, samples, filter, 2_000_000, 0, null))!.bytes;
     const cuts = [1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 4096, 65_536];
     const chunks: Buffer[] = [];
     for (let at = 0, turn = 0; at < copy.length; at += cuts[turn % cuts.length]!, turn++) {

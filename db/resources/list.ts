@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { type CompiledQuery, type SelectQueryBuilder, sql } from 'kysely';
-import { binaryCopyStatement, copyOut, copyOutWhole, type Database, type DB } from '../connection';
+import { binaryCopyStatement, type CopiedBytes, copyOut, copyOutWhole, type Database, type DB } from '../connection';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
 import { textFieldsOf } from './rendering';
 
@@ -66,7 +66,7 @@ function pageQuery(db: DB, definition: ResourceDefinition, filter: ResourceFilte
 /**
  * One page of a resource, never past the cap, as PostgreSQL's binary COPY of its rows' text fields
  * (rendering.ts): the bytes src/json-rows.ts writes the JSON page from, as an export's are written
- * into a CSV. Null when the window is empty (past the cap).
+ * into a CSV, with their digest. Null when the window is empty (past the cap).
  */
 export async function copyResourcePage(
   db: DB,
@@ -75,7 +75,7 @@ export async function copyResourcePage(
   limit: number,
   offset: number,
   cap: number | null,
-): Promise<Buffer | null> {
+): Promise<CopiedBytes | null> {
   const window = allowedWindow(limit, offset, cap);
   if (window === null) return null;
   const statement = compiledOnce(db, `${definition.name} page ${JSON.stringify(filter)} ${window.limit} ${window.offset}`, () =>

@@ -13,5 +13,5 @@ export async function readResourcePage(
   cap: number | null,
 ): Promise<Record<string, unknown>[]> {
   const page = await copyResourcePage(db, definition as ResourceDefinition, filter, limit, offset, cap);
-  return page === null ? [] : JSON.parse(jsonRowsFromCopy(definition, page).json.toString('utf8'));
+  return page === null ? [] : JSON.parse(jsonRowsFromCopy(definition, page.bytes).json.toString('utf8'));
 }
