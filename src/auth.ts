@@ -103,9 +103,10 @@ const exportFormats = new Set(['csv', 'xlsx']);
  * A read with a key this process already admitted does not wait for its count: the handler
  * prepares the answer while the statement runs (sent after the handler's own: afterThisTurn), and
  * the `onSend` hook (`awaitAdmission`) holds every answer of such a request, error or not, until
- * the verdict, which may replace it with the refusal. The count is the same exact one; only its round trip leaves the request's path. The work
- * done ahead for a request that is then refused is bounded: a key is answered ahead only within
- * the places its last verdict left, so a key over its budget waits for its verdict as any other.
+ * the verdict, which may replace it with the refusal. The count is the same exact one; only its
+ * round trip leaves the request's path. The work done ahead for a request that is then refused is
+ * bounded: a key is answered ahead only within the places its last verdict left, so a key over its
+ * budget waits for its verdict as any other.
  */
 export function createAuthenticator(
   db: DB,

@@ -7,9 +7,9 @@ const generatedAtField = '"generated_at":"';
 /**
  * A weak validator of a JSON body: the same data gives the same ETag. It hashes the encoded bytes
  * around `generated_at` (no copy of the text without it: that cost more than the hash), then
- * `more` (a page's rows, as their digest: pageEtag).
+ * `rows` when the body stands without them (a page's envelope, and its rows' digest: pageEtag).
  */
-export function jsonEtag(body: Buffer, ...more: Uint8Array[]): string {
+export function jsonEtag(body: Buffer, rows?: Uint8Array): string {
   const hash = createHash('sha256');
   const start = body.indexOf(generatedAtField);
   if (start === -1) {
@@ -18,7 +18,7 @@ export function jsonEtag(body: Buffer, ...more: Uint8Array[]): string {
     const end = body.indexOf('"', start + generatedAtField.length) + 1;
     hash.update(body.subarray(0, start)).update(body.subarray(end));
   }
-  for (const part of more) hash.update(part);
+  if (rows !== undefined) hash.update(rows);
   return `W/"${hash.digest('base64url').slice(0, 27)}"`;
 }
 

@@ -39,7 +39,7 @@ describe('conditional requests for polling', () => {
     expect(after.headers.etag).not.toBe(before);
   });
 
-  it('gives a large page the ETag of its rows too (hashed on another thread), and follows a change of one of them', async () => {
+  it('gives a large page the ETag of its rows too (hashed as they arrive), and follows a change of one of them', async () => {
     const large = await createOrgWithKeys(fixture.db);
     await sql`
       with new_accounts as (
