@@ -74,12 +74,14 @@ const ms = (value: number) => `${Math.round(value)} ms`;
 
 /**
  * What a pause costs the machine itself, apart from the server: touching memory again after it has
- * lain untouched. On the microVMs these benchmarks run on, the host takes back the memory a guest
- * leaves idle, and the next touch of each page stalls in the host (the guest counts no page fault),
- * whether the guest's cores are busy or not. In a bare node process, 64 MB walked one byte per page:
- * 0.2-1.9 ms warm, then 11-28, 28-60, 37-99 and 72-146 ms after 1, 5, 10 and 20 s untouched. A report
- * touches tens of megabytes of the render worker's heap, so the report after a pause pays that toll
- * too; the server controls its report's warmth (compiled code, connections), not the host.
+ * lain untouched. On the microVMs these benchmarks run on, the next touch of each page left idle
+ * for seconds stalls (the guest counts no page fault), whether the cores are busy or not. In a bare
+ * node process, 64 MB walked one byte per page: 0.2-1.9 ms warm, then 11-28, 28-60, 37-99 and
+ * 72-146 ms after 1, 5, 10 and 20 s untouched. Part of it is the guest kernel's DAMON, which samples
+ * pages' accessed bits to find idle memory (switched off for a trial: 4 ms after 5 s, 45-55 ms after
+ * 20 s); the rest happens outside the guest. A report touches tens of megabytes of the render
+ * worker's heap, so the report after a pause pays that toll too; the server controls its report's
+ * warmth (compiled code, connections), not the machine's memory.
  */
 function memoryWalk(megabytes = 64): () => number {
   const pages = Buffer.alloc(megabytes << 20, 1);
