@@ -1,7 +1,7 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from './support/lifecycle';
-import { startNpmStart } from './support/server-process';
+import { childProcessesOf, startNpmStart } from './support/server-process';
 
 // `npm start` runs the server with glibc's malloc held to 2 arenas (MALLOC_ARENA_MAX): by default
 // each thread that allocates (libuv's pool, V8's helpers, the render worker) may get an arena of
@@ -10,11 +10,9 @@ import { startNpmStart } from './support/server-process';
 
 /** The environment of the server process that `npm start` (pid `npmPid`) runs: npm's child, its shell exec'd into node. */
 function serverEnvironment(npmPid: number): Map<string, string> {
-  const server = readdirSync('/proc').find((entry) => {
-    if (!/^\d+$/.test(entry)) return false;
+  const server = childProcessesOf(npmPid).find((pid) => {
     try {
-      const parent = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1];
-      return parent === String(npmPid) && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('dist/server.mjs');
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dist/server.mjs');
     } catch {
       return false;
     }

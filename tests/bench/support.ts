@@ -1,11 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { createDb, type DB } from '../../db/connection';
 import { migrateToLatest } from '../../db/migrate';
 import { startPostgresServer } from '../support/postgres-server';
 
-import { buildServer } from '../support/server-process';
+import { buildServer, childProcessesOf, procStat } from '../support/server-process';
 
 export { freePort } from '../support/ports';
 export { startServerProcess } from '../support/server-process';
@@ -38,11 +37,9 @@ export async function openBenchDatabase(name = 'bench'): Promise<BenchDatabase> 
   const db = createDb(url.toString(), { poolSize: 10 });
   await migrateToLatest(db);
   const backend = await admin.query<{ pid: number }>('select pg_backend_pid() as pid');
-  let postmasterPid: number | null = null;
-  try {
-    // A backend's parent (the 4th field of its stat), when the server runs here (not DATABASE_URL's remote one).
-    postmasterPid = Number(readFileSync(`/proc/${backend.rows[0]!.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
-  } catch {}
+  // A backend's parent, when the server runs here (not DATABASE_URL's remote one).
+  const parent = procStat(backend.rows[0]!.pid)?.[1];
+  const postmasterPid = parent === undefined ? null : Number(parent);
   return {
     db,
     url: url.toString(),
@@ -111,16 +108,9 @@ export function report(label: string, value: string, target?: { text: string; me
  */
 export function cpuSeconds(pids: number[], postmasterPid: number | null): { processes: number; postgres: number } {
   const ticksPerSecond = 100;
-  const stat = (pid: number | string) => {
-    try {
-      return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    } catch {
-      return undefined;
-    }
-  };
   // utime, stime (and, with `children`, cutime and cstime: the CPU of children that exited).
-  const usage = (pid: number | string, children = false) => {
-    const fields = stat(pid);
+  const usage = (pid: number, children = false) => {
+    const fields = procStat(pid);
     if (!fields) return 0;
     const own = Number(fields[11]) + Number(fields[12]);
     return (children ? own + Number(fields[13]) + Number(fields[14]) : own) / ticksPerSecond;
@@ -129,8 +119,6 @@ export function cpuSeconds(pids: number[], postmasterPid: number | null): { proc
   // the backends that ended (its children's time), and the processes it runs now.
   if (postmasterPid === null) return { processes: pids.reduce((sum, pid) => sum + usage(pid), 0), postgres: Number.NaN };
   let postgres = usage(postmasterPid, true);
-  for (const entry of readdirSync('/proc')) {
-    if (/^\d+$/.test(entry) && stat(entry)?.[1] === String(postmasterPid)) postgres += usage(entry);
-  }
+  for (const backend of childProcessesOf(postmasterPid)) postgres += usage(backend);
   return { processes: pids.reduce((sum, pid) => sum + usage(pid), 0), postgres };
 }

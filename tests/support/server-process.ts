@@ -230,14 +230,27 @@ export async function runAdminIntoSlowPipe(adminArguments: string, databaseUrl: 
   return { code, output: Buffer.concat(chunks).toString('utf8') };
 }
 
+/** The fields of /proc/<path>/stat after the command's name (Linux): [0] is the state, [1] the parent. Undefined once it has ended. */
+export function procStat(path: string | number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${path}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The processes whose parent is `pid` now (Linux). */
+export function childProcessesOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry) && procStat(entry)?.[1] === String(pid))
+    .map(Number);
+}
+
 /** A thread's nice value (Linux), or null once it has ended. */
 export function niceOf(pid: number, thread: string): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/task/${thread}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-  } catch {
-    return null;
-  }
+  const fields = procStat(`${pid}/task/${thread}`);
+  return fields ? Number(fields[16]) : null;
 }
 
 /** The PDF render workers of a process (Linux): its threads at the renderer's nice value (src/pdf/render-worker.ts). */
