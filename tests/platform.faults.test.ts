@@ -13,6 +13,7 @@ import { migrateToLatest } from '../db/migrate';
 import { createEndpoint, type EventData, recordEvent } from '../db/webhooks';
 import { type RunningPostgres, serverUrlFor, startEmbeddedPostgres } from '../src/embedded-postgres';
 import { generateWebhookSecret } from '../src/webhooks/signature';
+import { listenHeartbeatStatement } from '../src/webhooks/worker';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
 import { seededOrganisation } from './support/learning-factories';
 import { useTestDatabase } from './support/lifecycle';
@@ -85,12 +86,12 @@ describe('PostgreSQL stopped, restarted and frozen under a running server', () =
   });
 
   // The webhook worker's LISTEN connection, once it listens: its last statement is the LISTEN, or
-  // the check the worker runs on it every 5 s, on that connection only once it listens (a test that
-  // looked for the LISTEN alone failed whenever a check ran before it looked).
+  // the check the worker runs every 5 s on that connection only once it listens (a test that looked
+  // for the LISTEN alone failed whenever a check ran before it looked).
   const listening = async () =>
     (
       await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
-    where application_name = 'partner-api-webhooks-listen' and (query ilike 'listen %' or query = 'select 1')`.execute(db)
+    where application_name = 'partner-api-webhooks-listen' and (query ilike 'listen %' or query = ${listenHeartbeatStatement})`.execute(db)
     ).rows[0]!.n;
 
   it('answers 503 with Retry-After within seconds while PostgreSQL is down, and serves again, LISTEN included, once it is back', async () => {

@@ -70,8 +70,9 @@ const sweepGraceSeconds = 10;
 const sweepEveryMs = 5_000;
 /** Waits between attempts to LISTEN again after the connection dropped (the database restarting). */
 const relistenDelaysMs = [250, 500, 1000, 2000, 5000];
-/** How often the LISTEN connection is asked whether it still answers. */
+/** How often the LISTEN connection is asked whether it still answers, and with what. */
 const listenHeartbeatMs = 5_000;
+export const listenHeartbeatStatement = 'select 1';
 
 const silentLog: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
@@ -288,7 +289,7 @@ async function listenForCommits(
   await listenOnce();
   const heartbeat = setInterval(() => {
     const client = listener;
-    client?.query('select 1').catch((error: Error) => client.emit('error', error));
+    client?.query(listenHeartbeatStatement).catch((error: Error) => client.emit('error', error));
   }, listenHeartbeatMs);
   heartbeat.unref();
   return {

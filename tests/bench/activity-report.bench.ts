@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { currentParisYear } from '../../db/paris-time';
 import { learnersResource } from '../../db/resources';
@@ -134,7 +135,7 @@ try {
 
   // A report after a pause longer than V8's memory reducer waits (8 s) and than pg-pool keeps an
   // idle connection (10 s): the partner who comes back gets a warm server too.
-  await new Promise((resolve) => setTimeout(resolve, pauseSeconds * 1000));
+  await sleep(pauseSeconds * 1000);
   const idle = serverMemory();
   const afterPause = await timed(reportUrl);
   // The same pause again, followed by the walk alone: other memory touched first warms part of the
@@ -145,7 +146,7 @@ try {
     Array.from({ length: 5 }, () => walk()),
     50,
   );
-  await new Promise((resolve) => setTimeout(resolve, pauseSeconds * 1000));
+  await sleep(pauseSeconds * 1000);
   const walkAfterPause = walk();
 
   process.stdout.write(
