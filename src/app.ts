@@ -279,17 +279,13 @@ async function registerApi(app: FastifyInstance, context: AppContext, document: 
     async (api) => {
       // Every answer of the API, 404 and 405 included, comes after the key and the rate limit: a
       // caller without a valid key learns nothing, not even which methods a path takes.
-      const { authenticate, awaitAdmission } = createAuthenticator(
+      const authenticate = createAuthenticator(
         db,
         { limit: config.rateLimitPerMinute, windowSeconds: config.rateLimitWindowSeconds },
         requiredScopesByRoute(document, apiPrefix),
         (bucket) => metrics.rateLimitRefusals.inc({ bucket }),
-        (outcome) => metrics.answeredAhead.inc({ outcome }),
       );
       api.addHook('onRequest', authenticate);
-      // First of the answer's hooks (no onSend hook of the root may come before it): nothing of an
-      // answer prepared ahead of its verdict goes out before it.
-      api.addHook('onSend', awaitAdmission);
       api.addHook('onSend', conditionalJson);
       // Only JSON bodies are read: text, and the types the document names only for responses, are 415.
       api.removeContentTypeParser('text/plain');

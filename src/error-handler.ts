@@ -29,17 +29,9 @@ const frameworkStatuses: Record<number, () => ApiError> = {
 
 export const jsonContentType = 'application/json; charset=utf-8';
 
-/**
- * Sets the error's status, headers and JSON type on the reply, and returns its body: to send, or
- * to put in place of the payload in an onSend hook (auth.ts, awaitAdmission).
- */
-export function replyWithApiError(reply: FastifyReply, error: ApiError): ReturnType<typeof errorBody> {
-  reply.code(error.statusCode).headers(error.headers).type(jsonContentType);
-  return errorBody(error);
-}
-
+/** Sends the error with its status, headers and JSON body. */
 export function sendApiError(reply: FastifyReply, error: ApiError) {
-  return reply.send(replyWithApiError(reply, error));
+  return reply.code(error.statusCode).headers(error.headers).type(jsonContentType).send(errorBody(error));
 }
 
 /** What an error is to the client: our catalogue, always. */

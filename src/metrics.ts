@@ -13,7 +13,6 @@ export interface Metrics {
   readonly requests: Counter<'route' | 'method' | 'status'>;
   readonly requestDuration: Histogram<'route' | 'method' | 'status'>;
   readonly rateLimitRefusals: Counter<'bucket'>;
-  readonly answeredAhead: Counter<'outcome'>;
   /** `succeeded`; `failed`, to be retried; `dead`, failed and the delivery's last. */
   readonly webhookAttempts: Counter<'outcome'>;
 }
@@ -56,12 +55,6 @@ export function createMetrics(db: DB): Metrics {
       name: 'partner_api_rate_limit_refusals_total',
       help: 'Requêtes refusées par la limite de débit (429), par type de compteur (clé ou adresse).',
       labelNames: ['bucket'],
-      registers: [registry],
-    }),
-    answeredAhead: new Counter({
-      name: 'partner_api_answered_ahead_total',
-      help: 'Lectures préparées pendant le décompte de leur requête par la limite de débit, par issue : admitted (réponse envoyée), refused (réponse remplacée par le refus : 401 ou 429, travail perdu), failed (le décompte a échoué, base de données indisponible : 503).',
-      labelNames: ['outcome'],
       registers: [registry],
     }),
     webhookAttempts: new Counter({
