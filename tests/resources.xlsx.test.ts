@@ -12,11 +12,11 @@ import { sql } from 'kysely';
 import Papa from 'papaparse';
 import readXlsxFile from 'read-excel-file/node';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { copyOut } from '../db/connection';
+import { copyOut } from '../db/copy';
 import { resources } from '../db/resources';
 import type { ColumnType } from '../db/resources/definition';
+import { xlsxFromCopy, xlsxFromRows } from '../src/formats/xlsx/workbook';
 import { loadOpenapiDocument } from '../src/openapi-document';
-import { xlsxFromCopy, xlsxStream } from '../src/xlsx';
 import { addLearner, createOrgWithKeys } from './support/factories';
 import { client, seededOrganisation } from './support/learning-factories';
 import { useTestApp, useTestAppOn } from './support/lifecycle';
@@ -367,7 +367,7 @@ describe('the workbook stream', () => {
 
   it('reads its rows at the pace of its reader: unread, it holds a few chunks, not the whole export', async () => {
     const { state, chunks } = chunkSource(80, 1000);
-    const stream = xlsxStream('logins', columns, chunks);
+    const stream = xlsxFromRows('logins', columns, chunks);
     await new Promise((resolve) => setTimeout(resolve, 500));
     // What the zip's buffers hold (about 8 chunks), not the 80 that an export without backpressure reads.
     expect(state.pulled).toBeLessThan(20);
@@ -388,7 +388,7 @@ describe('the workbook stream', () => {
         { texte: 'après', nombre: 3 },
       ];
     }
-    const workbook = await readWorkbook(await bytesOf(xlsxStream('logins', columns, rows())));
+    const workbook = await readWorkbook(await bytesOf(xlsxFromRows('logins', columns, rows())));
     expect(workbook.sheets[0]!.rows).toEqual([
       ['texte', 'nombre'],
       ['avant', 1],
@@ -399,7 +399,7 @@ describe('the workbook stream', () => {
 
   it('closes its source when the reader goes away', async () => {
     const { state, chunks } = chunkSource(80, 1000);
-    const stream = xlsxStream('logins', columns, chunks);
+    const stream = xlsxFromRows('logins', columns, chunks);
     await new Promise((resolve) => stream.once('readable', resolve));
     stream.destroy();
     await vi.waitFor(() => expect(state.closed).toBe(true));
@@ -408,7 +408,7 @@ describe('the workbook stream', () => {
 
   it("goes on in a second sheet, with the same header, past the rows a sheet holds (Excel's 1,048,575)", async () => {
     const { chunks } = chunkSource(5, 500);
-    const workbook = await readWorkbook(await bytesOf(xlsxStream('logins', columns, chunks, { rowsPerSheet: 1000 })));
+    const workbook = await readWorkbook(await bytesOf(xlsxFromRows('logins', columns, chunks, { rowsPerSheet: 1000 })));
     expect(workbook.sheets.map((sheet) => sheet.name)).toEqual(['logins', 'logins (2)', 'logins (3)']);
     expect(workbook.sheets.map((sheet) => sheet.rows.length)).toEqual([1001, 1001, 501]);
     const numbers = workbook.sheets.flatMap((sheet) => {
