@@ -4,15 +4,16 @@ import pg from 'pg';
 import type { Database } from './tables';
 
 /*
- * The connection to PostgreSQL: the `DB` handle every query module takes first. It holds two pools
- * on the same database, configured with pg's and PostgreSQL's own time limits:
- * - the statements' pool, behind Kysely: `statement_timeout` (PostgreSQL cancels a statement) and
- *   `query_timeout` (pg stops waiting for an answer a second later, when the server cannot even
- *   cancel: frozen, unreachable);
- * - the COPY pool, for the pages and exports read as PostgreSQL's binary COPY (db/copy.ts): the
- *   same `statement_timeout`, but no `query_timeout`, which pg applies to a whole query and which
- *   fires on pg-copy-streams' COPY even after it ended; db/copy.ts limits each wait for output
- *   instead, since an export to a slow reader lasts as long as its reader takes.
+ * The connection to PostgreSQL: the `DB` handle every query module takes first, Kysely over one pg
+ * pool, with two time limits:
+ * - PostgreSQL cancels a statement past `statement_timeout` (a pool option);
+ * - this process stops waiting for an answer a second later (`answerWithin`), for a server that
+ *   cannot even cancel (frozen, unreachable), and closes that connection: the statement stays in
+ *   flight on it, and a partition keeps it open and silent for good.
+ * The answer limit is this module's rather than pg's `query_timeout`, because pg arms that timer
+ * for a pg-copy-streams COPY (pages and exports, db/copy.ts) and never clears it, failing the COPY
+ * once the time has passed (tests/platform.database-timeouts.test.ts pins it); a COPY's limit is
+ * on each wait for its output instead, since an export lasts as long as its reader takes.
  */
 
 export type { Database } from './tables';
@@ -25,85 +26,76 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
 pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
 
 export interface PoolOptions {
-  /** Connections of each pool at most. */
   poolSize?: number;
-  /** Connections of the statements' pool kept open however long they stay idle (the others close after 10 s idle). */
+  /** Connections kept open however long they stay idle (the others close after 10 s idle). */
   keptConnections?: number;
   /** Longest wait for a connection (a new one, or a free one of the pool). */
   connectTimeoutMs?: number;
   /**
-   * Longest a statement may run: PostgreSQL cancels it (statement_timeout), and pg stops waiting a
-   * second later (query_timeout), for a server that cannot even cancel.
+   * Longest a statement may run: PostgreSQL cancels it (statement_timeout), and this process stops
+   * waiting for its answer a second later.
    */
   queryTimeoutMs?: number;
   /** An idle connection the server closed (a restart): the pool drops it; this says so. */
   onConnectionLost?: (error: Error) => void;
 }
 
-/** What db/copy.ts needs of a handle: its COPY pool and how long a wait for output may last. */
-export interface CopySource {
+/** A handle's pool and its limits, for the statements that do not go through Kysely (db/copy.ts, runPrepared). */
+export interface PoolOfHandle {
   readonly pool: pg.Pool;
   /** The pool's statement_timeout, which an export lifts while it streams (0: none). */
   readonly statementTimeoutMs: number;
-  /** Longest wait for the next piece of a COPY's output (0: none). */
+  /** Longest wait for an answer, or for the next piece of a COPY's output (0: none). */
   readonly answerTimeoutMs: number;
 }
 
-const copySources = new WeakMap<DB, CopySource>();
-const statementPools = new WeakMap<DB, pg.Pool>();
+const poolsOfHandles = new WeakMap<DB, PoolOfHandle>();
 
-/** A statement prepared once per connection under its name (pg's `name` option), then only bound and run. */
-export interface PreparedStatement {
-  readonly name: string;
-  readonly text: string;
+/** The pool of a handle made by createDb (a transaction's statements go through Kysely). */
+export function poolOf(db: DB): PoolOfHandle {
+  const pool = poolsOfHandles.get(db);
+  if (pool === undefined) throw new Error('this needs a database handle made by createDb (not a transaction)');
+  return pool;
 }
+
+/** The error of an answer that did not come in time. */
+export const answerTimeoutMessage = 'Query read timeout';
+
+/** `answer`, or an error once `timeoutMs` have passed without it (0: no limit). */
+export function answerWithin<T>(answer: Promise<T>, timeoutMs: number): Promise<T> {
+  if (timeoutMs === 0) return answer;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(answerTimeoutMessage)), timeoutMs);
+  });
+  // An answer that comes after the limit is nobody's concern: its connection is closed.
+  answer.catch(() => undefined);
+  return Promise.race([answer, late]).finally(() => clearTimeout(timer));
+}
+
+const isAnswerTimeout = (error: unknown) => (error as Error | undefined)?.message === answerTimeoutMessage;
 
 /**
- * Runs a prepared statement on the handle's statements pool (not in a transaction). For the
- * statements of every request whose planning costs more than their run: docs/performance.md,
- * « Prepared statements ». Their plan must not depend on the parameters' values, since PostgreSQL
- * may keep one generic plan. pg-pool closes the connection of a statement that failed, the answer
- * limit's included.
+ * A connection lent to Kysely, each answer awaited within the limit. Once one did not come, the
+ * lease's later statements (a transaction's rollback) fail at once, and the connection goes back
+ * to the pool with the error, which closes it.
  */
-export async function runPrepared<Row>(db: DB, statement: PreparedStatement, values: unknown[]): Promise<Row[]> {
-  const pool = statementPools.get(db);
-  if (pool === undefined) throw new Error('a prepared statement needs a database handle made by createDb (not a transaction)');
-  return (await pool.query<Row & pg.QueryResultRow>({ name: statement.name, text: statement.text, values })).rows;
-}
-
-/** The COPY pool of a handle made by createDb (a transaction has none: COPY runs outside it). */
-export function copySourceOf(db: DB): CopySource {
-  const source = copySources.get(db);
-  if (source === undefined) throw new Error('COPY needs a database handle made by createDb (not a transaction)');
-  return source;
-}
-
-/** pg's error when its query_timeout passed without an answer. */
-const answerTimeoutMessage = 'Query read timeout';
-
-/**
- * A connection lent to Kysely, given back to the pool to be closed once a statement's answer did
- * not come in time: pg stops waiting, but the statement stays in flight on the connection and every
- * later one waits behind it, for as long as the server is frozen or cut off (a partition keeps a
- * connection open and silent for good). Its later statements on this lease (a transaction's
- * rollback) fail at once.
- */
-function leaseDroppedAfterTimeout(client: pg.PoolClient): PostgresPoolClient {
+function leaseWithAnswerLimit(client: pg.PoolClient, answerTimeoutMs: number): PostgresPoolClient {
   let timedOut: Error | undefined;
   async function statement<R>(text: string, values: readonly unknown[]): Promise<PostgresQueryResult<R>> {
     if (timedOut) throw new Error(`${answerTimeoutMessage} earlier on this connection`);
     try {
-      const result = await client.query(text, values as unknown[]);
+      const result = await answerWithin(client.query(text, values as unknown[]), answerTimeoutMs);
       return { command: result.command as PostgresQueryResult<R>['command'], rowCount: result.rowCount ?? 0, rows: result.rows as R[] };
     } catch (error) {
-      if ((error as Error).message === answerTimeoutMessage) timedOut = error as Error;
+      if (isAnswerTimeout(error)) timedOut = error as Error;
       throw error;
     }
   }
   function query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
   function query<R>(text: string, values: readonly unknown[]): Promise<PostgresQueryResult<R>>;
   function query<R>(text: string | PostgresCursor<R>, values?: readonly unknown[]): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
-    // Rows are read whole or as a COPY (db/copy.ts): Kysely's streams, which take a cursor, are not used.
+    // Rows are read whole, or as a COPY (db/copy.ts): Kysely's streams, which take a cursor, are not used.
     if (typeof text !== 'string') throw new Error('Kysely streams are not used: read rows whole, or as a COPY (db/copy.ts)');
     return statement<R>(text, values ?? []);
   }
@@ -114,6 +106,32 @@ function leaseDroppedAfterTimeout(client: pg.PoolClient): PostgresPoolClient {
   };
 }
 
+/** A statement prepared once per connection under its name (pg's `name` option), then only bound and run. */
+export interface PreparedStatement {
+  readonly name: string;
+  readonly text: string;
+}
+
+/**
+ * Runs a prepared statement (not in a transaction): for the statements of every request whose
+ * planning costs more than their run (docs/performance.md, « Prepared statements »). Their plan
+ * must not depend on the parameters' values, since PostgreSQL may keep one generic plan.
+ */
+export async function runPrepared<Row>(db: DB, statement: PreparedStatement, values: unknown[]): Promise<Row[]> {
+  const { pool, answerTimeoutMs } = poolOf(db);
+  const client = await pool.connect();
+  let failure: Error | undefined;
+  try {
+    const result = await answerWithin(client.query<Row & pg.QueryResultRow>({ ...statement, values }), answerTimeoutMs);
+    return result.rows;
+  } catch (error) {
+    if (isAnswerTimeout(error)) failure = error as Error;
+    throw error;
+  } finally {
+    client.release(failure);
+  }
+}
+
 const reportOnStderr = (error: Error) => {
   if (process.env.LOG_LEVEL !== 'silent') process.stderr.write(`[pg] connexion inactive perdue : ${error.message}\n`);
 };
@@ -121,9 +139,10 @@ const reportOnStderr = (error: Error) => {
 export function createDb(connectionString: string, options: PoolOptions = {}): DB {
   const { poolSize = 10, keptConnections = 0, connectTimeoutMs, queryTimeoutMs, onConnectionLost = reportOnStderr } = options;
   const answerTimeoutMs = queryTimeoutMs ? queryTimeoutMs + 1000 : 0;
-  const common: pg.PoolConfig = {
+  const pool = new pg.Pool({
     connectionString,
     max: poolSize,
+    min: keptConnections,
     application_name: 'partner-api',
     // Keepalive probes from 10 s of silence instead of the system's 2 hours: an idle connection to
     // a server that vanished (a failover, a partition) is found dead in minutes, and replaced.
@@ -131,34 +150,22 @@ export function createDb(connectionString: string, options: PoolOptions = {}): D
     keepAliveInitialDelayMillis: 10_000,
     ...(connectTimeoutMs ? { connectionTimeoutMillis: connectTimeoutMs } : {}),
     ...(queryTimeoutMs ? { statement_timeout: queryTimeoutMs } : {}),
-  };
-  const statements = new pg.Pool({
-    ...common,
-    min: keptConnections,
-    ...(answerTimeoutMs ? { query_timeout: answerTimeoutMs } : {}),
   });
-  const copies = new pg.Pool({ ...common, application_name: 'partner-api-copy' });
-  for (const pool of [statements, copies]) {
-    // An idle connection that the server closes (restart, failover) must not crash the process:
-    // the pool drops it and opens a new one on the next query.
-    pool.on('error', onConnectionLost);
-    // A connection lost while lent fails its query (a 503); pg also emits it on the client, where
-    // the pool listens only while the client is idle: unheard, that event would end the process.
-    pool.on('connect', (client) => client.on('error', () => undefined));
-  }
+  // An idle connection that the server closes (restart, failover) must not crash the process: the
+  // pool drops it and opens a new one on the next query.
+  pool.on('error', onConnectionLost);
+  // A connection lost while lent fails its query (a 503); pg also emits it on the client, where
+  // the pool listens only while the client is idle: unheard, that event would end the process.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({
       pool: {
-        connect: async () => leaseDroppedAfterTimeout(await statements.connect()),
-        // Kysely's destroy ends both pools.
-        end: async () => {
-          await Promise.all([statements.end(), copies.end()]);
-        },
+        connect: async () => leaseWithAnswerLimit(await pool.connect(), answerTimeoutMs),
+        end: () => pool.end(),
       },
     }),
   });
-  statementPools.set(db, statements);
-  copySources.set(db, { pool: copies, statementTimeoutMs: queryTimeoutMs ?? 0, answerTimeoutMs });
+  poolsOfHandles.set(db, { pool, statementTimeoutMs: queryTimeoutMs ?? 0, answerTimeoutMs });
   return db;
 }
 

@@ -2,18 +2,14 @@ import { Readable } from 'node:stream';
 import { createQueryId, PostgresQueryCompiler, type RawBuilder } from 'kysely';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import { type CopySource, copySourceOf, type DB } from './connection';
+import { answerWithin, type DB, type PoolOfHandle, poolOf } from './connection';
 
 /*
- * A query's rows as PostgreSQL's binary COPY output (pg-copy-streams), on the handle's COPY pool
- * (db/connection.ts): a page read whole, or an export streamed at its reader's pace. Each wait for
- * output is limited; a COPY stopped before its end (an error, a reader gone, an output that did
- * not come) closes its connection, which the pool replaces: a connection mid-COPY cannot serve
- * another statement.
+ * A query's rows as PostgreSQL's binary COPY output (pg-copy-streams): a page read whole, or an
+ * export streamed at its reader's pace. Each wait for output is limited (db/connection.ts); a COPY
+ * stopped before its end (an error, a reader gone, an output that did not come) closes its
+ * connection, which the pool replaces: a connection mid-COPY cannot serve another statement.
  */
-
-/** The error of an output that did not come in time (pg's wording for its own query_timeout). */
-const answerTimeoutMessage = 'Query read timeout';
 
 /**
  * Kysely's compiler with the values written into the SQL text as literals (pg's escapeLiteral):
@@ -39,7 +35,7 @@ export function binaryCopyStatement(query: RawBuilder<unknown>): string {
  * statement's time limit is lifted for the COPY (an export lasts as long as its reader takes) and
  * set again before its connection goes back to the pool.
  */
-async function* copyOutput(source: CopySource, statement: string, unlimited: boolean): AsyncGenerator<Buffer> {
+async function* copyOutput(source: PoolOfHandle, statement: string, unlimited: boolean): AsyncGenerator<Buffer> {
   const client = await source.pool.connect();
   let completed = false;
   let failure: Error | undefined;
@@ -52,7 +48,7 @@ async function* copyOutput(source: CopySource, statement: string, unlimited: boo
     copy.on('error', () => undefined);
     const chunks = copy[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
     while (true) {
-      const next = await withinTime(chunks.next(), source.answerTimeoutMs);
+      const next = await answerWithin(chunks.next(), source.answerTimeoutMs);
       if (next.done) break;
       yield next.value;
     }
@@ -67,24 +63,13 @@ async function* copyOutput(source: CopySource, statement: string, unlimited: boo
   }
 }
 
-function withinTime<T>(answer: Promise<T>, timeoutMs: number): Promise<T> {
-  if (timeoutMs === 0) return answer;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(answerTimeoutMessage)), timeoutMs);
-  });
-  // A piece that comes after the limit is nobody's concern: the connection is closed.
-  answer.catch(() => undefined);
-  return Promise.race([answer, late]).finally(() => clearTimeout(timer));
-}
-
 /**
  * An export's rows as PostgreSQL's binary COPY bytes, streamed at the reader's pace, outside the
  * statement time limit. The COPY's first bytes are awaited here: a failing statement rejects
  * before any answer is sent, never as a cut file. Destroying the stream stops the COPY.
  */
 export async function copyOut(db: DB, query: RawBuilder<unknown>): Promise<Readable> {
-  const output = copyOutput(copySourceOf(db), binaryCopyStatement(query), true);
+  const output = copyOutput(poolOf(db), binaryCopyStatement(query), true);
   const first = await output.next();
   async function* fromFirst(): AsyncGenerator<Buffer> {
     if (first.done) return;
@@ -100,6 +85,6 @@ export async function copyOut(db: DB, query: RawBuilder<unknown>): Promise<Reada
 /** A query's rows as PostgreSQL's whole binary COPY output (a page), under the statement time limit. */
 export async function copyOutWhole(db: DB, query: RawBuilder<unknown>): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of copyOutput(copySourceOf(db), binaryCopyStatement(query), false)) chunks.push(chunk);
+  for await (const chunk of copyOutput(poolOf(db), binaryCopyStatement(query), false)) chunks.push(chunk);
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }

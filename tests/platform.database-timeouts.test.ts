@@ -77,8 +77,8 @@ describe('a statement', () => {
   });
 });
 
-// A JSON page is PostgreSQL's binary COPY of its rows (db/resources/list.ts, copyResourcePage), on
-// the COPY pool: bounded by statement_timeout, and by each wait for its output.
+// A JSON page is PostgreSQL's binary COPY of its rows (db/resources/list.ts, copyResourcePage):
+// bounded by statement_timeout, and by each wait for its output.
 describe('a page read as a COPY', () => {
   it('is cancelled by PostgreSQL at the query time limit, and the connection serves on', async () => {
     await withLimitedDb(async (db) => {
@@ -121,10 +121,10 @@ describe('a page read as a COPY', () => {
   });
 });
 
-// Why COPY has a pool of its own, without pg's query_timeout (db/connection.ts): pg arms that timer
-// for a pg-copy-streams COPY and never clears it, so it fails the COPY's stream once the time has
-// passed, even after the stream ended. Should a pg release clear it, this test fails, and the COPY
-// may share the statements' pool.
+// Why the answer limit is db/connection.ts's own and not pg's query_timeout: pg arms that timer for
+// a pg-copy-streams COPY and never clears it, so it fails the COPY's stream once the time has
+// passed, even after the stream ended. Should a pg release clear it, this test fails, and the
+// pool may take pg's query_timeout.
 describe("pg's query_timeout on a pg-copy-streams COPY", () => {
   it('fails the stream after the limit, although the COPY ended long before', async () => {
     const pool = new pg.Pool({ connectionString: database.url, max: 1, query_timeout: 300 });

@@ -459,7 +459,7 @@ describe('an export stream (COPY)', () => {
     }
   }
 
-  /** The first field of a one-row query, read as a COPY on the handle's COPY pool (a pool of one connection here). */
+  /** The first field of a one-row query, read as a COPY (on a pool of one connection here). */
   async function copiedText(db: DB, query: RawBuilder<unknown>): Promise<string> {
     const batch = rowsOfCopy(await copyOutWhole(db, query), 1);
     return batch.bytes.toString('utf8', batch.starts[0], batch.ends[0]);
@@ -484,7 +484,7 @@ describe('an export stream (COPY)', () => {
       }
       expect(bytes).toBeGreaterThan(20_000 * 200);
       expect(Date.now() - started).toBeGreaterThan(1500);
-      // The COPY pool's one connection is limited again for the next pages.
+      // The pool's one connection is limited again for the next statements.
       expect(await copiedText(db, sql`select current_setting('statement_timeout') as t`)).toBe(`${queryTimeoutMs}ms`);
       await expect(copyOutWhole(db, sql`select pg_sleep(1)::text as t`)).rejects.toThrow(/statement timeout/);
     });
@@ -517,7 +517,7 @@ describe('an export stream (COPY)', () => {
       })();
       await expect(reading).rejects.toThrow(/Query read timeout/);
       expect(Date.now() - started).toBeLessThan(2500);
-      // The COPY pool's one connection was closed, and a new one serves.
+      // The pool's one connection was closed, and a new one serves.
       expect(await copiedText(db, sql`select 1::text as t`)).toBe('1');
     });
   });
@@ -529,7 +529,7 @@ describe('an export stream (COPY)', () => {
         const stream: Readable = await copyOut(db, numbers(500_000));
         stream.destroy();
         await once(stream, 'close');
-        // The COPY pool's one connection serves at once, and no COPY runs on any connection any more.
+        // The pool's one connection serves at once, and no COPY runs on any connection any more.
         expect(await copiedText(db, sql`select 1::text as t`)).toBe('1');
         await expect.poll(async () => (await copyBackends(observer)).n, { timeout: 5000 }).toBe(0);
       } finally {
