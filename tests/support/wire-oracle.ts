@@ -4,9 +4,9 @@ import type { ResourceDefinition, ResourceFilter } from '../../db/resources/defi
 import { streamRowChunks } from '../../db/resources/list';
 
 /*
- * The CSV as the server wrote it before PostgreSQL's COPY gave it the bytes (issue 17), kept as the
- * oracle of tests/resources.rendering.test.ts: rows read as objects through a cursor, written by
- * the cell rules src/csv.ts applied to row objects (verbatim).
+ * The CSV written the plain way, kept as the oracle of tests/resources.rendering.test.ts: rows read
+ * as objects through a cursor, written cell by cell by the rules of docs/decisions.md#files, which
+ * src/csv.ts applies to PostgreSQL's COPY bytes.
  */
 
 const formulaStart = /^[=+\-@\t\r]/;
