@@ -66,7 +66,7 @@ function rowsOf<Row extends Record<string, unknown>>(db: DB, definition: Resourc
 /**
  * Everything the activity report shows, read from the list resources' own definitions (one source
  * of figures, so the PDF and the JSON cannot disagree), in one read-only snapshot, so that the
- * summary and the detail tables describe the same moment.
+ * summary and the detail tables describe the same moment (docs/decisions.md#activity-report).
  */
 export async function gatherActivityReport(db: DB, scope: ActivityReportScope): Promise<ActivityReportData> {
   const filter: ResourceFilter = {

@@ -46,6 +46,7 @@ const resetSeconds = `greatest(1, ceil(newest_second
  * its common case, another request in the same second, it only adds to two integers. When the
  * second has changed, the counters shift first and the seconds that left the window are
  * subtracted. `granted` is written with the row so the statement can read back its own share.
+ * The rule: docs/decisions.md#rate-limit.
  */
 function takeFromBucket(rows: string, params: { requests: string; limit: string; windowSeconds: string }): string {
   const { requests, limit, windowSeconds: window } = params;

@@ -70,7 +70,7 @@ export function createListHandler<Id extends ListOperationId>(
     const programmeId = await resolveProgramme(context, request, programmeSlug);
     const updatedSince = resource.filtersByUpdatedSince ? (query.updated_since ?? null) : null;
     const filter = { orgId: request.caller.orgId, year, updatedSince, membershipId: learner?.membershipId ?? null, programmeId };
-    // One learner's rows are never capped: the cap bounds organisation-wide aggregation only.
+    // One learner's rows are never capped: the cap bounds organisation-wide aggregation only (docs/decisions.md#aggregation-cap).
     const cap = learner ? null : config.aggregationCap;
 
     // Files hold every row up to the cap, in the order of the pages, from PostgreSQL's COPY (started

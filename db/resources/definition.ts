@@ -16,7 +16,7 @@ export interface ResourceFilter {
 
 /**
  * What a column holds on the wire, so that a workbook gives each cell its type and an export's
- * fields are written right (rendering.ts, src/csv.ts): `text` (`Oui` / `Non` included), `integer`,
+ * fields are written right (rendering.ts, src/formats/csv.ts): `text` (`Oui` / `Non` included), `integer`,
  * `decimal` (`documents.heures`, a numeric), `date` (a Paris `YYYY-MM-DD`) or `dateTime` (a Paris
  * `YYYY-MM-DD HH:MM`). Null is an empty cell whatever the type. A CSV writes numbers as they are;
  * everything else meets its quoting and formula guard.

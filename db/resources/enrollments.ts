@@ -13,6 +13,7 @@ export type EnrollmentRow = components['schemas']['EnrollmentRow'];
  * `enrollments` of year Y: one row per enrolment active in Y (enrolled in Y, or with lesson time,
  * a quiz attempt, a tutoring session or a document of the programme in Y), as it stood at the end
  * of Y (now, for the current year). The year slices are kept in enrolment_years (alias `ey`).
+ * The rules: docs/decisions.md#year-period and #programme-followed.
  */
 
 /** Lessons of the enrolment's programme (`ey.programme_id`). */

@@ -41,7 +41,7 @@ function pageQuery(db: DB, definition: ResourceDefinition, filter: ResourceFilte
 
 /**
  * One page of a resource, never past the cap, as PostgreSQL's binary COPY of its rows' text fields
- * (rendering.ts): the bytes src/json-rows.ts writes the JSON page from, as an export's are written
+ * (rendering.ts): the bytes src/formats/json-rows.ts writes the JSON page from, as an export's are written
  * into a CSV, with their digest. Null when the window is empty (past the cap).
  */
 export async function copyResourcePage(
@@ -72,7 +72,7 @@ export async function countResourceRows(
 
 /**
  * Every row up to the cap, in the order of the pages, as PostgreSQL's binary COPY of their text
- * fields (rendering.ts): the bytes an export writes (src/csv.ts), with flat memory whatever the
+ * fields (rendering.ts): the bytes an export writes (src/formats/), with flat memory whatever the
  * volume, at the reader's pace (copyOut).
  */
 export function copyResourceRows(db: DB, definition: ResourceDefinition, filter: ResourceFilter, cap: number | null): Promise<Readable> {

@@ -16,7 +16,8 @@ export type ProgressRow = components['schemas']['ProgressRow'];
  * and how far the programme had progressed by the end of Y. The order is programme slug, module,
  * lesson, email, which no index holds: the rows are counted per lesson instead (from the counts kept
  * per day and month, or one learner's own rows), which places each lesson's block in the order; a
- * page then builds only the blocks it overlaps and sorts them by email.
+ * page then builds only the blocks it overlaps and sorts them by email. The rules:
+ * docs/decisions.md#year-period; the order: #natural-date.
  */
 
 const yearRowScope = (filter: ResourceFilter) =>

@@ -18,7 +18,7 @@ type Columns = Pick<ResourceDefinition, 'columns' | 'columnTypes'>;
 
 /**
  * The rows as the texts of their fields, in the contract's order, for an export: PostgreSQL writes
- * each value as the wire shows it and src/csv.ts passes the bytes on (quoting the texts that need
+ * each value as the wire shows it and src/formats/csv.ts passes the bytes on (quoting the texts that need
  * it), without this process reading a row. Numbers are the texts JavaScript writes of them: an
  * integer as it is, a `decimal` (a numeric) without the zeros its scale adds (4.50 is 4.5, 12.0 is
  * 12); it never holds more than the one decimal of the contract, so JavaScript's exponent form

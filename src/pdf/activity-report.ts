@@ -522,6 +522,7 @@ function evaluationsSection(data: ActivityReportData, number: number): Content {
   );
 }
 
+/** Each session with its validated presence and both signatures on its line (docs/decisions.md#activity-report). */
 function attendanceSection(data: ActivityReportData, number: number): Content {
   const present = data.attendance.filter((row) => row.present === 'Oui').length;
   const planned = data.attendance.reduce((sum, row) => sum + row.duree_prevue_min, 0);

@@ -6,6 +6,9 @@
  */
 import { formatParisDate, parisOffsetMinutes } from '../../db/paris-time';
 
+/** The last minute of a day's activity, 23:59 (New Year's Eve aside). */
+export const dayEnd = 23 * 60 + 59;
+
 export class ParisCalendar {
   /** UTC milliseconds of each day's Paris midnight. */
   private readonly midnights: number[] = [];

@@ -3,9 +3,9 @@ import type { DB } from '../../db/connection';
 import type { ResourceDefinition, ResourceFilter } from '../../db/resources/definition';
 
 /*
- * The CSV of rows read as objects through Kysely, written by Papa.unparse's rules with
- * escapeFormulae applied to row objects: the oracle of tests/resources.rendering.test.ts, against
- * which the server's CSV written from PostgreSQL's COPY bytes is checked.
+ * The CSV written the plain way, kept as the oracle of tests/resources.rendering.test.ts: rows read
+ * as objects through Kysely, written cell by cell by the rules of docs/decisions.md#files, which
+ * src/formats/csv.ts applies to PostgreSQL's COPY bytes.
  */
 
 const formulaStart = /^[=+\-@\t\r]/;
