@@ -41,8 +41,8 @@ function pageQuery(db: DB, definition: ResourceDefinition, filter: ResourceFilte
 
 /**
  * One page of a resource, never past the cap, as PostgreSQL's binary COPY of its rows' text fields
- * (rendering.ts): the bytes src/formats/json-rows.ts writes the JSON page from, as an export's are written
- * into a CSV, with their digest. Null when the window is empty (past the cap).
+ * (rendering.ts): the bytes src/formats/json-rows.ts writes the JSON page from, as an export's are
+ * written into a CSV. Null when the window is empty (past the cap).
  */
 export async function copyResourcePage(
   db: DB,
