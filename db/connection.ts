@@ -40,9 +40,21 @@ export interface PoolOptions {
   onConnectionLost?: (error: Error) => void;
 }
 
-/** A handle's pool and its limits, for the statements that do not go through Kysely (db/copy.ts, runPrepared). */
+/** What the pool has done so far: waits for a free connection, their time, and those that got none in time. */
+export interface PoolUsage {
+  waits: number;
+  waitSeconds: number;
+  refusals: number;
+}
+
+/** A handle's pool and its limits, for the statements that do not go through Kysely (db/copy.ts, runPrepared, db/health.ts). */
 export interface PoolOfHandle {
   readonly pool: pg.Pool;
+  readonly connectionString: string;
+  readonly poolSize: number;
+  /** Longest wait for a connection (0: none). */
+  readonly connectTimeoutMs: number;
+  readonly usage: PoolUsage;
   /** The pool's statement_timeout, which an export lifts while it streams (0: none). */
   readonly statementTimeoutMs: number;
   /** Longest wait for an answer, or for the next piece of a COPY's output (0: none). */
@@ -56,6 +68,38 @@ export function poolOf(db: DB): PoolOfHandle {
   const pool = poolsOfHandles.get(db);
   if (pool === undefined) throw new Error('this needs a database handle made by createDb (not a transaction)');
   return pool;
+}
+
+/**
+ * Every connection the pool could lend was lent for the whole wait: the server is busy, while the
+ * database may well be fine (a 503 of its own, which the client may retry).
+ */
+export class ConnectionPoolExhausted extends Error {
+  constructor(readonly waitedMs: number) {
+    super(`no free connection in the pool within ${waitedMs} ms`);
+    this.name = 'ConnectionPoolExhausted';
+  }
+}
+
+/**
+ * A connection of the handle's pool. A wait for one of the pool's connections to be free (all
+ * lent) is counted in its usage, and one that gets none in time is ConnectionPoolExhausted; a
+ * connection that cannot be opened in time is the database's fault, as pg reports it.
+ */
+export async function leaseConnection(handle: PoolOfHandle): Promise<pg.PoolClient> {
+  const { pool, usage } = handle;
+  if (pool.idleCount > 0 || pool.totalCount < handle.poolSize) return pool.connect();
+  usage.waits += 1;
+  const startedAt = performance.now();
+  try {
+    return await pool.connect();
+  } catch (error) {
+    if (!/timeout exceeded when trying to connect/.test((error as Error).message)) throw error;
+    usage.refusals += 1;
+    throw new ConnectionPoolExhausted(handle.connectTimeoutMs);
+  } finally {
+    usage.waitSeconds += (performance.now() - startedAt) / 1000;
+  }
 }
 
 /** The error of an answer that did not come in time. */
@@ -118,11 +162,11 @@ export interface PreparedStatement {
  * must not depend on the parameters' values, since PostgreSQL may keep one generic plan.
  */
 export async function runPrepared<Row>(db: DB, statement: PreparedStatement, values: unknown[]): Promise<Row[]> {
-  const { pool, answerTimeoutMs } = poolOf(db);
-  const client = await pool.connect();
+  const handle = poolOf(db);
+  const client = await leaseConnection(handle);
   let failure: Error | undefined;
   try {
-    const result = await answerWithin(client.query<Row & pg.QueryResultRow>({ ...statement, values }), answerTimeoutMs);
+    const result = await answerWithin(client.query<Row & pg.QueryResultRow>({ ...statement, values }), handle.answerTimeoutMs);
     return result.rows;
   } catch (error) {
     if (isAnswerTimeout(error)) failure = error as Error;
@@ -157,15 +201,24 @@ export function createDb(connectionString: string, options: PoolOptions = {}): D
   // A connection lost while lent fails its query (a 503); pg also emits it on the client, where
   // the pool listens only while the client is idle: unheard, that event would end the process.
   pool.on('connect', (client) => client.on('error', () => undefined));
+  const handle: PoolOfHandle = {
+    pool,
+    connectionString,
+    poolSize,
+    connectTimeoutMs: connectTimeoutMs ?? 0,
+    usage: { waits: 0, waitSeconds: 0, refusals: 0 },
+    statementTimeoutMs: queryTimeoutMs ?? 0,
+    answerTimeoutMs,
+  };
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({
       pool: {
-        connect: async () => leaseWithAnswerLimit(await pool.connect(), answerTimeoutMs),
+        connect: async () => leaseWithAnswerLimit(await leaseConnection(handle), answerTimeoutMs),
         end: () => pool.end(),
       },
     }),
   });
-  poolsOfHandles.set(db, { pool, statementTimeoutMs: queryTimeoutMs ?? 0, answerTimeoutMs });
+  poolsOfHandles.set(db, handle);
   return db;
 }
 

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { createQueryId, PostgresQueryCompiler, type RawBuilder } from 'kysely';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import { answerWithin, type DB, type PoolOfHandle, poolOf } from './connection';
+import { answerWithin, type DB, leaseConnection, type PoolOfHandle, poolOf } from './connection';
 
 /*
  * A query's rows as PostgreSQL's binary COPY output (pg-copy-streams): a page read whole, or an
@@ -36,7 +36,7 @@ export function binaryCopyStatement(query: RawBuilder<unknown>): string {
  * set again before its connection goes back to the pool.
  */
 async function* copyOutput(source: PoolOfHandle, statement: string, unlimited: boolean): AsyncGenerator<Buffer> {
-  const client = await source.pool.connect();
+  const client = await leaseConnection(source);
   let completed = false;
   let failure: Error | undefined;
   try {
