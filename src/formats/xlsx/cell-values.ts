@@ -34,9 +34,8 @@ export function writeAscii(text: string, target: Buffer, at: number): number {
 
 /**
  * Writes the decimal digits of a non-negative integer at `at`; returns where they end. Not through
- * String(): V8 keeps the strings of the numbers it converts in a cache that outlives young-generation
- * collections, so that each row's number and date went to the old generation, some 11 MB of garbage
- * per workbook export of quiz-answers (measured with the heap profiler's promoted objects).
+ * String(), whose strings V8 keeps in a cache that outlives young-generation collections: one per
+ * row went to the old generation (docs/performance.md, « The workbook »).
  */
 export function writeDigits(value: number, target: Buffer, at: number): number {
   let digits = 1;

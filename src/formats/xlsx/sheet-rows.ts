@@ -114,8 +114,8 @@ export class SheetRowsWriter {
   }
 
   /**
-   * Takes back the memory of a piece once deflated: memory taken anew for each piece of rows made V8
-   * collect its old space every 50 ms (a third more bytes than the CSV's whole output go through).
+   * Takes back the memory of a piece once deflated, for the next ones: the pieces' memory is the
+   * export's largest allocation (docs/performance.md, « The workbook »).
    */
   reuse(piece: Buffer): void {
     this.#free.push(piece.buffer as ArrayBuffer);

@@ -5,11 +5,7 @@ import type { AsyncFlateStreamHandler, ZipInputFile } from 'fflate';
 
 // The zip
 
-/**
- * Deflate level of the parts. Level 1 deflates SpreadsheetML at about 500 MB/s (off the main
- * thread) and zips a sheet to about a ninth of its size; zlib's default level 6 saves a fifth of
- * the file for 3 times the time.
- */
+/** Deflate level of the parts: level 1 is several times faster than zlib's default for a slightly larger file (docs/performance.md, « The workbook »). */
 const compressionLevel = 1;
 // An output buffer that holds a whole piece deflated (XML deflates to about an eighth), so that a
 // piece takes zlib one pass.
