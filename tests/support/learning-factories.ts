@@ -25,14 +25,15 @@ export async function seededOrganisation(db: DB, options: { name: string; learne
   return { ...org, seeded };
 }
 
+const ofLearningData = listResources.filter(({ name }) => name !== 'users');
 /** The wire names of the resources of the learning data: every list resource but the platform's `users`. */
-export const learningResources: readonly string[] = listResources.filter(({ name }) => name !== 'users').map(({ name }) => name);
+export const learningResources: readonly string[] = ofLearningData.map(({ name }) => name);
 export type LearningResource = string;
 
 /** Resources without a programme: `programme` is ignored. */
-export const withoutProgramme: readonly LearningResource[] = learningResources.filter(
-  (name) => !listResources.find((resource) => resource.name === name)!.filtersByProgramme,
-);
+export const withoutProgramme: readonly LearningResource[] = ofLearningData
+  .filter((resource) => !resource.filtersByProgramme)
+  .map(({ name }) => name);
 
 export type Row = Record<string, unknown>;
 
