@@ -1,29 +1,17 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { components } from '../codegen/openapi';
-import type { ResourceDefinition } from '../db/resources/definition';
+import type { ListOperationId, ListResource, ResourceNameOf, RowOf } from '../db/resources/definition';
 import { copyResourcePage, copyResourceRows, countResourceRows } from '../db/resources/list';
 import { jsonContentType } from '../src/error-handler';
 import { csvAttachmentHeaders, csvFromCopy } from '../src/formats/csv';
 import { jsonRows } from '../src/formats/json-rows';
 import { noRows, rowsOfCopy } from '../src/formats/row-batch';
 import { sheetColumns, xlsxAttachmentHeaders, xlsxFromCopy } from '../src/formats/xlsx/workbook';
-import type { HandlerContext, JsonAnswerOf, ListQuery, Meta, OperationHandler, OperationId, QueryOf } from './context';
+import type { HandlerContext, JsonAnswerOf, ListQuery, Meta, QueryOf } from './context';
 import { nextPageLink } from './next-page-link';
 import { buildMeta, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
 
 const defaultLimit = 100;
-
-/** The operations that answer a page of rows: every list resource. */
-export type ListOperationId = {
-  [Id in OperationId]: [JsonAnswerOf<Id>] extends [never]
-    ? never
-    : JsonAnswerOf<Id> extends { pagination: unknown; data: unknown[] }
-      ? Id
-      : never;
-}[OperationId];
-/** The row of a list operation, and its resource's wire name, as the contract defines them. */
-export type RowOf<Id extends ListOperationId> = JsonAnswerOf<Id> extends { data: (infer Row)[] } ? Row : never;
-export type ResourceNameOf<Id extends ListOperationId> = JsonAnswerOf<Id> extends { resource: infer Name } ? Name : never;
 
 /** The one envelope of every list operation, around its rows. */
 export interface ListEnvelope<Id extends ListOperationId> {
@@ -50,18 +38,16 @@ type NotTheSameShape = {
 const everyListHasTheSameShape: [NotTheSameShape] extends [never] ? true : NotTheSameShape = true;
 void everyListHasTheSameShape;
 
+/** The handler of a list operation: every one takes the one query string (checked above) and sends its answer itself. */
+export type ListHandler = (request: FastifyRequest<{ Querystring: ListQuery }>, reply: FastifyReply) => Promise<FastifyReply>;
+
 /**
  * The one handler of every list resource: resolves the learner and programme filters, then answers
  * the JSON envelope (a page, with the cap behind `meta.truncated`) or streams the CSV or xlsx
- * export. The definition's rows and name are those the operation's contract gives.
+ * export. The definition's rows and name are those its operation's contract gives (checked in its file).
  */
-export function createListHandler<Id extends ListOperationId>(
-  _operationId: Id,
-  definition: ResourceDefinition<RowOf<Id> & Record<string, unknown>, ResourceNameOf<Id> & string>,
-  context: HandlerContext,
-): OperationHandler<Id> {
-  const resource = definition as unknown as ResourceDefinition;
-  const handler = async (request: FastifyRequest<{ Querystring: ListQuery }>, reply: FastifyReply) => {
+export function createListHandler(resource: ListResource, context: HandlerContext): ListHandler {
+  return async (request, reply) => {
     const query = request.query;
     const { db, config } = context;
     const year = requestedYear(query);
@@ -94,8 +80,8 @@ export function createListHandler<Id extends ListOperationId>(
     // No page past the cap: no rows.
     const rows = page === null ? noRows(resource.columns.length) : rowsOfCopy(page, resource.columns.length);
     const hasMore = offset + rows.rows < counted.total;
-    const envelope: Omit<ListEnvelope<Id>, 'data'> = {
-      resource: definition.name,
+    const envelope: Omit<ListEnvelope<ListOperationId>, 'data'> = {
+      resource: resource.name,
       meta: buildMeta(request, { year, truncated: counted.truncated, updatedSince, learner, programme: programmeSlug }),
       pagination: { limit, offset, count: rows.rows, total: counted.total, has_more: hasMore },
     };
@@ -104,6 +90,4 @@ export function createListHandler<Id extends ListOperationId>(
     const head = JSON.stringify(envelope);
     return reply.type(jsonContentType).send(jsonRows(resource, rows, `${head.slice(0, -1)},"data":`, '}'));
   };
-  // Generic code cannot see through QueryOf<Id> and JsonAnswerOf<Id>; the check above proves both for each list.
-  return handler as unknown as OperationHandler<Id>;
 }

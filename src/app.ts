@@ -273,7 +273,7 @@ function showExampleInDescription(parameter: Record<string, any>): void {
 /** The API below /v1: key and rate limit, JSON bodies only, routes and validation from the contract, the handlers, and the 404 and 405 answers. */
 async function registerApi(app: FastifyInstance, context: AppContext, document: Record<string, any>): Promise<void> {
   const { config, db, metrics } = context;
-  const handlers = createHandlers({ db, config, renderPool: context.renderPool });
+  const handlers = await createHandlers({ db, config, renderPool: context.renderPool }, document);
   const declaredMethods = declaredPathMatchers(document);
   await app.register(
     async (api) => {

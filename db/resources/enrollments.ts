@@ -2,7 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDate, parisDateTime } from '../render';
-import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { yearSliceFilter, yearStart } from './natural-date';
 import { scopeCondition, windowByKeys } from './scope';
 
@@ -48,7 +48,8 @@ export function enrolmentsInScope(db: DB, filter: ResourceFilter) {
     .orderBy('ey.enrolment_id');
 }
 
-export const enrollmentsResource: ResourceDefinition<EnrollmentRow, 'enrollments'> = {
+export const enrollmentsResource: ListResourceDefinition<'listEnrollments'> = {
+  operationId: 'listEnrollments',
   name: 'enrollments',
   ...typedColumns<EnrollmentRow>({
     apprenant: 'text',

@@ -3,7 +3,7 @@ import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
 import { attendanceInScope } from './attendance';
-import { type ResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
 import { documentsInScope } from './documents';
 import { completedBy, enrolmentsInScope } from './enrollments';
 import { attemptsInScope } from './evaluations';
@@ -184,7 +184,8 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
  * One row per learner with the year's aggregates, each computed from the rows the detail resource
  * returns for that learner and year (docs/decisions.md#figures-agree): the same scope builders are used.
  */
-export const learnersResource: ResourceDefinition<LearnerRow, 'learners'> = {
+export const learnersResource: ListResourceDefinition<'listLearners'> = {
+  operationId: 'listLearners',
   name: 'learners',
   ...typedColumns<LearnerRow>({
     nom: 'text',

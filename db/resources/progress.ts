@@ -2,7 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDate } from '../render';
-import { type ResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
 import { progressPercent } from './enrollments';
 import { yearSliceFilter, yearStart } from './natural-date';
 import { scopeCondition } from './scope';
@@ -151,7 +151,8 @@ function progressRows(db: DB, filter: ResourceFilter, window: RowWindow | null) 
   );
 }
 
-export const progressResource: ResourceDefinition<ProgressRow, 'progress'> = {
+export const progressResource: ListResourceDefinition<'listProgress'> = {
+  operationId: 'listProgress',
   name: 'progress',
   ...typedColumns<ProgressRow>({
     apprenant: 'text',

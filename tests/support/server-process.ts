@@ -34,11 +34,18 @@ function childEnvironment(environment: Record<string, string | undefined>): Node
   return merged;
 }
 
-/** A real server process, started as `npm start` starts it, on a test database, on a free port. */
-export async function startServerProcess(databaseUrl: string, environment: Record<string, string> = {}): Promise<ServerProcess> {
+/**
+ * A real server process, started as `npm start` starts it, on a test database, on a free port: this
+ * project's, or that of a copy of it built in `cwd`.
+ */
+export async function startServerProcess(
+  databaseUrl: string,
+  environment: Record<string, string> = {},
+  cwd = projectRoot,
+): Promise<ServerProcess> {
   const env = childEnvironment({ DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', DEMO: '0', LOG_LEVEL: 'warn', ...environment });
   const child = spawn(process.execPath, startArguments, {
-    cwd: projectRoot,
+    cwd,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
