@@ -229,7 +229,7 @@ export function createDb(connectionString: string, options: PoolOptions = {}): D
 export const advisoryLocks = {
   /** Creating pg-boss's delivery queue (db/webhooks.ts createDeliveryQueue). */
   deliveryQueueCreation: 1_702_112_617,
-  /** A first start's demo organisation (src/demo.ts). */
+  /** A first start's demo organisation (src/local/demo.ts). */
   demoSeed: 1_702_112_618,
 } as const;
 

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { ApiError } from '../src/errors';
+import { ApiError } from '../src/http/errors';
 
 /**
  * The names GET /{resource} offers in its 404 (`available`): every list resource and `summary` (a

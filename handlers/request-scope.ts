@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { findLearner, type LearnerIdentity } from '../db/learners';
 import { currentParisYear, formatParisDateTime } from '../db/paris-time';
 import { findProgrammeId } from '../db/programmes';
-import { ApiError } from '../src/errors';
+import { ApiError } from '../src/http/errors';
 import type { HandlerContext, ListQuery, Meta } from './context';
 
 /** The learner named by `email` / `user_id`, or null for the organisation; 404 when unknown here (docs/decisions.md#errors). */

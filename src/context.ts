@@ -2,13 +2,13 @@ import { deleteIdleBuckets } from '../db/api-keys';
 import type { DB } from '../db/connection';
 import type { Config } from './config';
 import { openDatabase } from './database';
-import { type DemoKeys, seedDemoOnFirstStart } from './demo';
-import { countWebhookAttempts, createMetrics, type Metrics } from './metrics';
+import { countWebhookAttempts, createMetrics, type Metrics } from './http/metrics';
+import { type DemoKeys, seedDemoOnFirstStart } from './local/demo';
 import type { RenderPool } from './pdf/render-pool';
 import type { StartPhases } from './start-phases';
 import { startWebhookDelivery } from './webhooks/worker';
 
-/** What the HTTP application uses (src/app.ts), passed in so that nothing of it is module-global. */
+/** What the HTTP application uses (src/http/app.ts), passed in so that nothing of it is module-global. */
 export interface AppContext {
   readonly config: Config;
   readonly db: DB;

@@ -11,7 +11,7 @@ import {
   type Member,
 } from '../db/enrolment';
 import { canonicalEmail } from '../db/learners';
-import { ApiError } from './errors';
+import { ApiError } from './http/errors';
 
 /*
  * Enrolment (POST /users): the rules the schema leaves to the server, then the transaction of

@@ -114,7 +114,7 @@ async function main(): Promise<void> {
   renderPoolWarmedUp.catch(() => undefined);
   const [{ openServerContext }, { apiPrefix, buildApp }] = await startPhases.track(
     'le chargement du serveur',
-    Promise.all([import('./context'), import('./app')]),
+    Promise.all([import('./context'), import('./http/app')]),
   );
   const context = await openServerContext(config, renderPool, startPhases, renderPoolWarmedUp);
   let app: FastifyInstance;

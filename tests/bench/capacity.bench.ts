@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
-import { seedOrganisation } from '../../src/seed/generate';
+import { seedOrganisation } from '../../src/local/seed/generate';
 import { createKey, createOrgWithKeys } from '../support/factories';
 import { openBenchDatabase, report, startServerProcess } from './support';
 

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { currentParisYear } from '../../db/paris-time';
 import type { ResourceDefinition, ResourceFilter } from '../../db/resources/definition';
 import { allowedWindow, countQuery } from '../../db/resources/list';
-import { seedOrganisation } from '../../src/seed/generate';
+import { seedOrganisation } from '../../src/local/seed/generate';
 import { createOrgWithKeys } from '../support/factories';
 import { listResource } from '../support/list-resources';
 import { cpuSeconds, openBenchDatabase, percentile, report, startServerProcess } from './support';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import Papa from 'papaparse';
 import type { DB } from '../../db/connection';
-import { seedOrganisation } from '../../src/seed/generate';
+import { seedOrganisation } from '../../src/local/seed/generate';
 import { bearer } from './app';
 import { createOrgWithKeys } from './factories';
 import { listResources } from './list-resources';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import type { DB } from '../../db/connection';
-import { findOrganisation } from '../../db/organisations';
-import { currentParisYear, formatParisDate } from '../../db/paris-time';
+import type { DB } from '../../../db/connection';
+import { findOrganisation } from '../../../db/organisations';
+import { currentParisYear, formatParisDate } from '../../../db/paris-time';
 import { writeBatch } from './bulk-insert';
 import { ParisCalendar } from './calendar';
 import { programmeTemplates } from './catalogue';

@@ -1,4 +1,4 @@
-import type { DB } from '../../db/connection';
+import type { DB } from '../../../db/connection';
 import { type ModuleTemplate, type ProgrammeTemplate, programmeTemplates } from './catalogue';
 import { catalogueTables } from './generated-tables';
 import type { Random } from './random';

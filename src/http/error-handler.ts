@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ConnectionPoolExhausted } from '../db/connection';
-import { isDatabaseUnavailable } from './database-faults';
+import { ConnectionPoolExhausted } from '../../db/connection';
+import { isDatabaseUnavailable } from '../database-faults';
 import { ApiError, errorBody, serverBusy, serviceUnavailable } from './errors';
 import { frenchValidationMessage } from './validation';
 

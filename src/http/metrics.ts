@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { type DB, poolOf } from '../db/connection';
+import { type DB, poolOf } from '../../db/connection';
 
 /**
  * Prometheus metrics of one server process (prom-client), in a registry of its own: requests by

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import type { DB } from '../db/connection';
-import { createDatabaseProbe } from '../db/health';
+import type { DB } from '../../db/connection';
+import { createDatabaseProbe } from '../../db/health';
 import { sendApiError } from './error-handler';
 import { serviceUnavailable } from './errors';
 import type { Metrics } from './metrics';

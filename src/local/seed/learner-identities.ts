@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { DB } from '../../db/connection';
+import type { DB } from '../../../db/connection';
 import type { Random } from './random';
 import * as words from './vocabulary';
 

@@ -1,6 +1,6 @@
 /**
  * The closed set of errors the API answers with, and the one place that maps them to an HTTP
- * status and a French sentence. Handlers throw `ApiError`; `src/error-handler.ts` renders it
+ * status and a French sentence. Handlers throw `ApiError`; `error-handler.ts` renders it
  * (docs/decisions.md#errors).
  */
 const errorCatalogue = {

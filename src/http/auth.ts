@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { countRequest } from '../db/api-keys';
-import type { DB } from '../db/connection';
-import { formatParisLongDate } from '../db/paris-time';
-import type { ApiScope } from '../db/tables';
-import { apiKeyPrefix, hashApiKey } from './api-keys';
+import { countRequest } from '../../db/api-keys';
+import type { DB } from '../../db/connection';
+import { formatParisLongDate } from '../../db/paris-time';
+import type { ApiScope } from '../../db/tables';
+import { apiKeyPrefix, hashApiKey } from '../api-keys';
 import { ApiError } from './errors';
 import { type CountedKey, createRequestCounter } from './request-counter';
 

@@ -5,11 +5,19 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
-import { createHandlers } from '../handlers';
+import { createHandlers } from '../../handlers';
+import type { Config } from '../config';
+import type { AppContext } from '../context';
+import {
+  answerOnlyMediaTypes,
+  declaredMethodsByPath,
+  loadOpenapiDocument,
+  openapiText,
+  requiredScopesByRoute,
+  routedDocument,
+} from '../openapi-document';
 import { createAuthenticator, createSecurityHandlers } from './auth';
 import { conditionalJson } from './conditional-requests';
-import type { Config } from './config';
-import type { AppContext } from './context';
 import {
   clientErrorResponse,
   frameworkErrorResponse,
@@ -21,14 +29,6 @@ import {
 import { ApiError, serviceUnavailable } from './errors';
 import { registerHealthRoutes } from './health';
 import type { Metrics } from './metrics';
-import {
-  answerOnlyMediaTypes,
-  declaredMethodsByPath,
-  loadOpenapiDocument,
-  openapiText,
-  requiredScopesByRoute,
-  routedDocument,
-} from './openapi-document';
 import { validatorCompiler } from './validation';
 
 export const apiPrefix = '/v1';
