@@ -1,5 +1,5 @@
-import { deleteIdleBuckets } from '../db/api-keys';
 import type { DB } from '../db/connection';
+import { deleteIdleBuckets } from '../db/rate-limit';
 import type { Config } from './config';
 import { openDatabase } from './database';
 import { countWebhookAttempts, createMetrics, type Metrics } from './http/metrics';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countRequest } from '../db/api-keys';
+import { countRequest } from '../db/rate-limit';
 import { createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
 import { type ServerProcess, startServerProcesses } from './support/server-process';

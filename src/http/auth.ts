@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { countRequest } from '../../db/api-keys';
 import type { DB } from '../../db/connection';
 import { formatParisLongDate } from '../../db/paris-time';
+import { countRequest } from '../../db/rate-limit';
 import type { ApiScope } from '../../db/tables';
 import { apiKeyPrefix, hashApiKey } from '../api-keys';
 import { ApiError } from './errors';
