@@ -32,6 +32,19 @@ export interface Config {
   readonly webhookTimeoutMs: number;
   readonly webhookDisableAfter: number;
   readonly webhookAllowInsecure: boolean;
+  /** The platform's bearer token for the management API (any organisation); null: that caller is off. */
+  readonly managementToken: string | null;
+  /**
+   * The address administrators' browsers reach this server at (`https://api.exemple.fr`), for the
+   * links and the origin that the page's changes must come from; null: the request's own address.
+   */
+  readonly publicBaseUrl: string | null;
+  /** Management calls per page session over the rate limit's window. */
+  readonly managementRateLimitPerMinute: number;
+  /** Management calls with the platform's token over the rate limit's window. */
+  readonly managementTokenRateLimitPerMinute: number;
+  /** How often the requests counted per key and per day are written to the database. */
+  readonly keyUsageFlushMs: number;
 }
 
 interface RawEnvironment {
@@ -54,6 +67,11 @@ interface RawEnvironment {
   WEBHOOK_TIMEOUT_MS: number;
   WEBHOOK_DISABLE_AFTER: number;
   WEBHOOK_ALLOW_INSECURE: string;
+  MANAGEMENT_TOKEN?: string;
+  PUBLIC_BASE_URL?: string;
+  MANAGEMENT_RATE_LIMIT_PER_MINUTE: number;
+  MANAGEMENT_TOKEN_RATE_LIMIT_PER_MINUTE: number;
+  KEY_USAGE_FLUSH_MS: number;
 }
 
 const environmentSchema = {
@@ -88,6 +106,19 @@ const environmentSchema = {
     WEBHOOK_TIMEOUT_MS: { type: 'integer', minimum: 1, default: 10000 },
     WEBHOOK_DISABLE_AFTER: { type: 'integer', minimum: 1, default: 50 },
     WEBHOOK_ALLOW_INSECURE: { type: 'string', enum: ['0', '1'], default: '0' },
+    MANAGEMENT_TOKEN: {
+      type: 'string',
+      pattern: '^[\\x21-\\x7e]{32,512}$',
+      description: 'doit compter de 32 à 512 caractères visibles, sans espace (openssl rand -base64 48)',
+    },
+    PUBLIC_BASE_URL: {
+      type: 'string',
+      pattern: '^https?://[^\\s/?#@]+$',
+      description: 'doit être une adresse http:// ou https:// sans chemin (https://api.exemple.fr)',
+    },
+    MANAGEMENT_RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 1, default: 120 },
+    MANAGEMENT_TOKEN_RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 1, default: 600 },
+    KEY_USAGE_FLUSH_MS: { type: 'integer', minimum: 10, maximum: 600000, default: 10000 },
   },
 } as const;
 
@@ -105,10 +136,12 @@ function expectation(rule: SettingRule): string {
   return rule.description ?? 'ne doit pas être vide';
 }
 
+/** Settings whose value is never repeated in a refusal: a database address may carry a password. */
+const secretSettings = new Set<SettingName>(['DATABASE_URL', 'MANAGEMENT_TOKEN']);
+
 /**
  * Ajv's English errors (`env/PORT must be integer`) become one French sentence per setting at
- * fault, naming it, what it accepts and what it got; DATABASE_URL's value is not repeated (it may
- * carry a password).
+ * fault, naming it, what it accepts and what it got; the values of secretSettings are not repeated.
  */
 function settingErrors(errors: readonly { instancePath: string }[], environment: NodeJS.ProcessEnv): string[] {
   const names = [...new Set(errors.map((error) => error.instancePath.replace(/^\//, '') as SettingName))];
@@ -116,7 +149,7 @@ function settingErrors(errors: readonly { instancePath: string }[], environment:
     const rule = environmentSchema.properties[name] as SettingRule | undefined;
     if (!rule) return `${name} : valeur refusée.`;
     const value = environment[name] ?? '';
-    const received = name === 'DATABASE_URL' || value === '' ? '' : ` (reçu « ${value} »)`;
+    const received = secretSettings.has(name) || value === '' ? '' : ` (reçu « ${value} »)`;
     return `${name} ${expectation(rule)}${received}.`;
   });
 }
@@ -155,5 +188,10 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     webhookTimeoutMs: raw.WEBHOOK_TIMEOUT_MS,
     webhookDisableAfter: raw.WEBHOOK_DISABLE_AFTER,
     webhookAllowInsecure: raw.WEBHOOK_ALLOW_INSECURE === '1',
+    managementToken: raw.MANAGEMENT_TOKEN ?? null,
+    publicBaseUrl: raw.PUBLIC_BASE_URL ?? null,
+    managementRateLimitPerMinute: raw.MANAGEMENT_RATE_LIMIT_PER_MINUTE,
+    managementTokenRateLimitPerMinute: raw.MANAGEMENT_TOKEN_RATE_LIMIT_PER_MINUTE,
+    keyUsageFlushMs: raw.KEY_USAGE_FLUSH_MS,
   });
 }

@@ -162,6 +162,13 @@ describe('settings refused at start', () => {
     expect(refusal({ DATABASE_URL: 'mysql://admin:s3cret@db/app' })).toBe(
       'Configuration invalide : DATABASE_URL doit être une adresse postgres:// ou postgresql://.',
     );
+    // Nor is the platform's management token, even a short one.
+    expect(refusal({ MANAGEMENT_TOKEN: 'court-secret' })).toBe(
+      'Configuration invalide : MANAGEMENT_TOKEN doit compter de 32 à 512 caractères visibles, sans espace (openssl rand -base64 48).',
+    );
+    expect(refusal({ PUBLIC_BASE_URL: 'https://api.exemple.fr/v1' })).toBe(
+      'Configuration invalide : PUBLIC_BASE_URL doit être une adresse http:// ou https:// sans chemin (https://api.exemple.fr) (reçu « https://api.exemple.fr/v1 »).',
+    );
     // Several at once: one line each.
     expect(refusal({ PORT: 'abc', DEMO: 'oui', TRUST_PROXY: 'partout' })).toBe(
       [
