@@ -57,9 +57,11 @@ export interface ApiKeysTable {
   expires_at: Timestamp | null;
   revoked_at: Timestamp | null;
   created_at: GeneratedTimestamp;
+  /** The latest request seen with this key, as of the last flush of the servers' usage tallies. */
+  last_used_at: Timestamp | null;
 }
 
-/** A rate-limit bucket (`key:<id>` or `address:<ip>`): its accepted requests counted per second of the last window. */
+/** A rate-limit bucket (`key:<id>`, `address:<ip>`, `session:<id>`, `management-token`): its accepted requests counted per second of the last window. */
 export interface RateLimitSlotsTable {
   bucket: string;
   newest_second: number;
