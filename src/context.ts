@@ -3,6 +3,7 @@ import { deleteIdleBuckets } from '../db/rate-limit';
 import type { Config } from './config';
 import { openDatabase } from './database';
 import { countWebhookAttempts, createMetrics, type Metrics } from './http/metrics';
+import { createKeyUsageTally, type KeyUsageTally } from './key-usage';
 import { type DemoKeys, seedDemoOnFirstStart } from './local/demo';
 import type { RenderPool } from './pdf/render-pool';
 import type { StartPhases } from './start-phases';
@@ -15,6 +16,8 @@ export interface AppContext {
   /** Worker threads that render the activity report's PDF off the event loop. */
   readonly renderPool: RenderPool;
   readonly metrics: Metrics;
+  /** Requests per key and per day, counted in memory and flushed to the database (getApiUsage). */
+  readonly keyUsage: KeyUsageTally;
 }
 
 /** The server's context: the application's, the demo keys of a first start, and the background work. */
@@ -65,6 +68,9 @@ export async function openServerContext(
   });
   const demo = await startPhases.track('la création de l’organisation de démonstration', seedDemoOnFirstStart(database.db, config));
   const metrics = createMetrics(database.db);
+  const keyUsage = createKeyUsageTally(database.db, config.keyUsageFlushMs, (error) =>
+    log?.warn({ err: { message: error.message } }, 'écriture des requêtes par clé reportée au prochain passage'),
+  );
   const forwardingLog: Logger = {
     debug: (object, message) => log?.debug(object, message),
     info: (object, message) => log?.info(object, message),
@@ -94,6 +100,7 @@ export async function openServerContext(
     db: database.db,
     renderPool,
     metrics,
+    keyUsage,
     demo,
     useLogger(logger) {
       log = logger;
@@ -105,6 +112,7 @@ export async function openServerContext(
       const parts: [string, () => Promise<void>][] = [
         ['le worker des webhooks', () => webhooks.stop(webhookTimeoutMs)],
         ['le rendu des PDF', () => renderPool.close()],
+        ['le décompte des requêtes par clé', () => keyUsage.close()],
         ['la base de données', () => database.close()],
       ];
       for (const [name, closePart] of parts) {

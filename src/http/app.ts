@@ -284,6 +284,7 @@ async function registerApi(app: FastifyInstance, context: AppContext, document: 
         { limit: config.rateLimitPerMinute, windowSeconds: config.rateLimitWindowSeconds },
         requiredScopesByRoute(document, apiPrefix),
         (bucket) => metrics.rateLimitRefusals.inc({ bucket }),
+        (keyId, outcome) => context.keyUsage.record(keyId, outcome),
       );
       api.addHook('onRequest', authenticate);
       api.addHook('onSend', conditionalJson);

@@ -4,6 +4,7 @@ import { formatParisLongDate } from '../../db/paris-time';
 import { countRequest } from '../../db/rate-limit';
 import type { ApiScope } from '../../db/tables';
 import { apiKeyPrefix, hashApiKey } from '../api-keys';
+import type { KeyUsageOutcome } from '../key-usage';
 import { ApiError } from './errors';
 import { type CountedKey, createRequestCounter } from './request-counter';
 
@@ -73,6 +74,8 @@ export function createAuthenticator(
   rateLimit: RateLimit,
   requiredScopes: Map<string, string[]>,
   onRefusal: (bucket: 'key' | 'address') => void = () => undefined,
+  /** Each request of a known key, as getApiUsage counts them (src/key-usage.ts: no statement). */
+  recordKeyUse: (keyId: string, outcome: KeyUsageOutcome) => void = () => undefined,
 ) {
   const findKeyAndCountRequest = createRequestCounter(db, rateLimit.limit, rateLimit.windowSeconds);
 
@@ -97,12 +100,18 @@ export function createAuthenticator(
       );
     }
     const key = await findKeyAndCountRequest(hashApiKey(token));
-    if (key === null || key.revoked || key.expired) throw await refusalOf(request, unusableKeyError(key));
+    if (key === null) throw await refusalOf(request, unusableKeyError(key));
+    if (key.revoked || key.expired) {
+      recordKeyUse(key.id, 'refused');
+      throw await refusalOf(request, unusableKeyError(key));
+    }
     const verdict = key.verdict!;
     if (!verdict.accepted) {
+      recordKeyUse(key.id, 'rate_limited');
       onRefusal('key');
       throw tooManyRequests(verdict.resetSeconds, rateLimit);
     }
+    recordKeyUse(key.id, 'accepted');
     reply.headers(rateLimitHeaders(rateLimit, verdict.remaining, verdict.resetSeconds));
     request.caller = { keyId: key.id, orgId: key.orgId, orgName: key.orgName, scopes: key.scopes };
     // Scopes are checked here too, before validation: a read key learns nothing from a 400.
