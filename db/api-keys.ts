@@ -69,6 +69,11 @@ export async function findKeyAndCountRequests(
   };
 }
 
+/** What is known of a key, never the key itself. */
+const keyColumns = ['id', 'org_id', 'key_prefix', 'label', 'scopes', 'expires_at', 'revoked_at', 'created_at', 'last_used_at'] as const;
+
+export type ApiKeyRecord = Awaited<ReturnType<typeof findApiKey>> & {};
+
 export async function createApiKey(
   db: DB,
   key: { orgId: string; keyHash: Buffer; keyPrefix: string; label: string | null; scopes: ApiScope[]; expiresAt: string | null },
@@ -84,31 +89,72 @@ export async function createApiKey(
       // An expiry date is the end of that day in Paris: the key works through the whole date.
       expires_at: key.expiresAt === null ? null : (parisDayEnd(key.expiresAt) as never),
     })
-    .returning(['id', 'scopes', 'expires_at'])
+    .returning(keyColumns)
     .executeTakeFirstOrThrow();
 }
 
+/** Every key of an organisation, oldest first. */
 export async function listApiKeys(db: DB, orgId: string) {
-  return db
+  return db.selectFrom('api_keys').select(keyColumns).where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute();
+}
+
+export type ApiKeyState = 'active' | 'expired' | 'revoked';
+
+/**
+ * A page of an organisation's keys, newest first, after the key at `after` (its creation instant
+ * to the microsecond, as `position` gives it, and its id): `limit` of them, and one more when
+ * there are more.
+ */
+export async function listApiKeysPage(
+  db: DB,
+  orgId: string,
+  options: { state?: ApiKeyState; after: { at: string; id: string } | null; limit: number },
+) {
+  let query = db
     .selectFrom('api_keys')
-    .select(['id', 'key_prefix', 'label', 'scopes', 'expires_at', 'revoked_at', 'created_at'])
-    .where('org_id', '=', orgId)
-    .orderBy('created_at')
-    .orderBy('id')
+    .select(keyColumns)
+    .select(sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('position'))
+    .where('org_id', '=', orgId);
+  if (options.state === 'revoked') query = query.where('revoked_at', 'is not', null);
+  if (options.state === 'expired') query = query.where('revoked_at', 'is', null).where('expires_at', '<=', sql<Date>`now()`);
+  if (options.state === 'active')
+    query = query.where('revoked_at', 'is', null).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]));
+  if (options.after) query = query.where(sql<boolean>`(created_at, id) < (${options.after.at}::timestamptz, ${options.after.id}::uuid)`);
+  return query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(options.limit + 1)
     .execute();
 }
 
+/** One key of an organisation; undefined when the organisation has no such key. */
+export async function findApiKey(db: DB, orgId: string, keyId: string) {
+  return db.selectFrom('api_keys').select(keyColumns).where('org_id', '=', orgId).where('id', '=', keyId).executeTakeFirst();
+}
+
+/** The organisation of a key (an operator names a key by its id alone); null when no key has this id. */
+export async function findKeyOrganisation(db: DB, keyId: string): Promise<string | null> {
+  const row = await db.selectFrom('api_keys').select('org_id').where('id', '=', keyId).executeTakeFirst();
+  return row?.org_id ?? null;
+}
+
 /**
- * Revokes a key; null when no such key exists. Revoking twice keeps the first date, and says so
- * (`revokedNow` false).
+ * Revokes a key (of `orgId` when given); null when no such key exists. Revoking twice keeps the
+ * first date, and says so (`revokedNow` false).
  */
-export async function revokeApiKey(db: DB, keyId: string): Promise<{ revokedAt: Date; revokedNow: boolean } | null> {
-  const row = await db
+export async function revokeApiKey(
+  db: DB,
+  keyId: string,
+  orgId?: string,
+): Promise<{ key: ApiKeyRecord; revokedAt: Date; revokedNow: boolean } | null> {
+  let query = db
     .updateTable('api_keys')
     .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` as never })
-    .where('id', '=', keyId)
-    // RETURNING reads the updated row: its date is this transaction's now() only when this statement set it.
-    .returning(['revoked_at', sql<boolean>`revoked_at = now()`.as('revoked_now')])
-    .executeTakeFirst();
-  return row ? { revokedAt: row.revoked_at!, revokedNow: row.revoked_now } : null;
+    .where('id', '=', keyId);
+  if (orgId !== undefined) query = query.where('org_id', '=', orgId);
+  // RETURNING reads the updated row: its date is this transaction's now() only when this statement set it.
+  const row = await query.returning([...keyColumns, sql<boolean>`revoked_at = now()`.as('revoked_now')]).executeTakeFirst();
+  if (!row) return null;
+  const { revoked_now, ...key } = row;
+  return { key, revokedAt: key.revoked_at!, revokedNow: revoked_now };
 }

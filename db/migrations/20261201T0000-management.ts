@@ -58,7 +58,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     request_id text,
     client_address inet
   )`.execute(db);
-  await sql`create index audit_events_org_idx on audit_events (org_id, occurred_at desc, id desc)`.execute(db);
+  await sql`create index audit_events_org_idx on audit_events (org_id, id desc)`.execute(db);
 
   await sql`create table api_key_daily_usage (
     key_id uuid not null references api_keys(id) on delete cascade,
