@@ -424,13 +424,17 @@ describe('the garbage of an export', () => {
   ] as const;
 
   // What outlives a young-generation collection goes to the old generation, garbage until a full
-  // one: an export must leave a few objects there, not one per row (the workbook's row numbers and
-  // dates, as strings of String(), did: src/formats/xlsx/cell-values.ts writeDigits).
+  // one: an export must leave a few objects there, not one per row (the workbook's dates, as strings
+  // of String(), did: src/formats/xlsx/cell-values.ts writeDigits). A full collection meanwhile would
+  // have freed them, so the growth tells only without one; V8 starts one when it sees fit, and an
+  // export that met one is run again, up to five times in all.
   it.each(formats)('%s: leaves a few objects to the old generation, not one per row', async (_format, exportFile) => {
-    const { full, oldSpaceGrowthMb } = await exportWithGc(exportFile);
-    // A full collection would have freed what went there: the growth tells only without one.
-    expect(full).toBe(0);
-    expect(oldSpaceGrowthMb).toBeLessThan(2);
+    const measured: { full: number; oldSpaceGrowthMb: number }[] = [];
+    do measured.push(await exportWithGc(exportFile));
+    while (measured.at(-1)!.full > 0 && measured.length < 5);
+    const withoutFullCollection = measured.filter(({ full }) => full === 0);
+    expect(withoutFullCollection, JSON.stringify(measured)).not.toHaveLength(0);
+    expect(withoutFullCollection[0]!.oldSpaceGrowthMb).toBeLessThan(2);
   });
 });
 
