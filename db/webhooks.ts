@@ -245,6 +245,14 @@ async function queueAttempts(trx: DB, attempts: readonly QueuedAttempt[], option
   if (options.wake !== false && attempts.some((attempt) => !attempt.startAfter || attempt.startAfter.getTime() <= now))
     await sql`select pg_notify(${deliveryChannel}, '')`.execute(trx);
 }
+/**
+ * The jobs of recorded attempts end in the transaction that records them: deleted, since the
+ * delivery rows are the record (pg-boss's completion of the batch then finds nothing to do).
+ */
+async function endJobs(trx: DB, jobIds: readonly string[]): Promise<void> {
+  jobWriter ??= new PgBoss({ db: { executeSql: () => Promise.reject(new Error('unused')) }, supervise: false, schedule: false });
+  await jobWriter.deleteJob(deliveryQueue, [...jobIds], { db: kyselyExecutor(trx) });
+}
 // ---------------------------------------------------------------------------------------------
 // 3. Take the deliveries the jobs may attempt
 
@@ -307,7 +315,7 @@ export interface AttemptOutcome {
  * and resets the endpoint's failure count; a failure queues the next attempt's job, to start after
  * the schedule's delay (or makes the delivery `dead` after the last one), and counts towards
  * disabling the endpoint. Only the job a delivery names changes it (one that lost that right still
- * logs its attempt). Without failures, one statement does it all.
+ * logs its attempt). The attempts' jobs end in the same transaction.
  */
 export async function recordAttempts(
   db: DB,
@@ -316,13 +324,15 @@ export async function recordAttempts(
 ): Promise<RecordedAttempts> {
   const succeeded = attempts.filter((a) => a.outcome.succeeded).map((a) => a.delivery);
   const failed = attempts.filter((a) => !a.outcome.succeeded).map((a) => a.delivery);
-  if (failed.length === 0) {
-    if (attempts.length > 0) await logAttemptsAndSuccesses(db, attempts, succeeded);
-    return { succeeded: succeeded.length, failed: 0, dead: 0 };
-  }
+  if (attempts.length === 0) return { succeeded: 0, failed: 0, dead: 0 };
   const dead = await db.transaction().execute(async (trx) => {
     await logAttemptsAndSuccesses(trx, attempts, succeeded);
-    return queueRetries(trx, failed, policy);
+    const madeDead = failed.length > 0 ? await queueRetries(trx, failed, policy) : 0;
+    await endJobs(
+      trx,
+      attempts.map((a) => a.delivery.job_id),
+    );
+    return madeDead;
   });
   return { succeeded: succeeded.length, failed: failed.length - dead, dead };
 }
