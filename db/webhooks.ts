@@ -271,29 +271,39 @@ export interface DueDelivery {
 /**
  * The deliveries these jobs may attempt: pending, naming the job, on an enabled endpoint. The
  * others attempt nothing: delivered, dead or naming another job, they are left as they are; on a
- * disabled endpoint, they are kept pending and name no job until the endpoint is enabled again
- * (enableEndpoint queues them). An endpoint being enabled meanwhile is waited for (its row is
- * shared-locked), so that a delivery is never set aside after its endpoint came back.
+ * disabled endpoint, they are set aside.
  */
 export async function takeDueDeliveries(db: DB, jobs: readonly { id: string; data: AttemptJob }[]): Promise<DueDelivery[]> {
   if (jobs.length === 0) return [];
-  const result = await sql<DueDelivery>`
-    with named as (
-      select d.id, d.job_id, d.endpoint_id, d.event_type, d.body
-      from unnest(${jobs.map((job) => job.data.deliveryId)}::uuid[], ${jobs.map((job) => job.id)}::uuid[]) as job(delivery_id, id)
-      join webhook_deliveries d on d.id = job.delivery_id and d.job_id = job.id
-      where d.status = 'pending'
-    ), disabled as (
-      select e.id from webhook_endpoints e where e.id in (select endpoint_id from named) and not e.enabled for share
-    ), set_aside as (
-      update webhook_deliveries d set job_id = null
-      from named where d.id = named.id and d.job_id = named.job_id and named.endpoint_id in (select id from disabled)
-    )
-    select named.id, named.job_id, named.endpoint_id, named.event_type, named.body, e.url,
+  const { rows } = await sql<DueDelivery & { enabled: boolean }>`
+    select d.id, d.job_id, d.endpoint_id, d.event_type, d.body, e.url, e.enabled,
       array_remove(array[e.secret, case when e.previous_secret_expires_at > now() then e.previous_secret end], null) as secrets
-    from named join webhook_endpoints e on e.id = named.endpoint_id
-    where named.endpoint_id not in (select id from disabled)`.execute(db);
-  return result.rows;
+    from unnest(${jobs.map((job) => job.data.deliveryId)}::uuid[], ${jobs.map((job) => job.id)}::uuid[]) as job(delivery_id, id)
+    join webhook_deliveries d on d.id = job.delivery_id and d.job_id = job.id
+    join webhook_endpoints e on e.id = d.endpoint_id
+    where d.status = 'pending'`.execute(db);
+  const onDisabled = rows.filter((row) => !row.enabled);
+  const setAside = onDisabled.length > 0 ? await setAsideDeliveries(db, onDisabled) : new Set<string>();
+  return rows.filter((row) => !setAside.has(row.id)).map(({ enabled: _enabled, ...delivery }) => delivery);
+}
+
+/**
+ * Deliveries of endpoints found disabled are kept pending and name no job until the endpoint is
+ * enabled again (enableEndpoint queues them). The endpoint's row is share-locked: an enabling in
+ * progress is waited for, and an endpoint enabled meanwhile keeps its deliveries, which go now.
+ * Returns those set aside.
+ */
+async function setAsideDeliveries(db: DB, deliveries: readonly DueDelivery[]): Promise<Set<string>> {
+  const { rows } = await sql<{ id: string }>`
+    with disabled as (
+      select id from webhook_endpoints where id = any(${[...new Set(deliveries.map((d) => d.endpoint_id))]}::uuid[]) and not enabled
+      for share
+    )
+    update webhook_deliveries d set job_id = null
+    from unnest(${deliveries.map((d) => d.id)}::uuid[], ${deliveries.map((d) => d.job_id)}::uuid[]) as named(id, job_id), disabled
+    where d.id = named.id and d.job_id = named.job_id and d.endpoint_id = disabled.id
+    returning d.id`.execute(db);
+  return new Set(rows.map((row) => row.id));
 }
 
 // ---------------------------------------------------------------------------------------------

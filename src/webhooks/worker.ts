@@ -201,7 +201,7 @@ function createPollers(boss: PgBoss, handle: (jobs: PgBoss.Job<AttemptJob>[]) =>
     async start(): Promise<void> {
       for (let i = 0; i < (options.workers ?? 4); i += 1) {
         let id = '';
-        id = await boss.work<AttemptJob>(deliveryQueue, { batchSize, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+        id = await boss.work<AttemptJob>(deliveryQueue, { batchSize, pollingIntervalSeconds: 0.5, priority: false }, async (jobs) => {
           busy.add(id);
           try {
             await handle(jobs);
