@@ -190,16 +190,18 @@ function deliverBatch(options: WebhookDeliveryOptions, agents: WebhookAgents, lo
 /**
  * Parallel pollers of the queue, once started; a full batch is followed by the next fetch without
  * waiting. A commit wakes one of them, one not busy with a batch if there is one: the others would
- * fetch nothing.
+ * fetch nothing. Two pollers: one fetches and records while the other's POSTs are out. Batches
+ * are large because each of pg-boss's fetches sorts every due job (a backlog pays that sort per
+ * batch), and no larger, since a batch's POSTs are all in flight at once.
  */
 function createPollers(boss: PgBoss, handle: (jobs: PgBoss.Job<AttemptJob>[]) => Promise<void>, options: WebhookDeliveryOptions) {
-  const batchSize = options.batchSize ?? 50;
+  const batchSize = options.batchSize ?? 100;
   const workerIds: string[] = [];
   const busy = new Set<string>();
   let next = 0;
   return {
     async start(): Promise<void> {
-      for (let i = 0; i < (options.workers ?? 4); i += 1) {
+      for (let i = 0; i < (options.workers ?? 2); i += 1) {
         let id = '';
         id = await boss.work<AttemptJob>(deliveryQueue, { batchSize, pollingIntervalSeconds: 0.5, priority: false }, async (jobs) => {
           busy.add(id);
