@@ -3,7 +3,7 @@ import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
 import { attendanceInScope } from './attendance';
-import { type ResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
 import { documentsInScope } from './documents';
 import { completedBy, enrolmentsInScope } from './enrollments';
 import { attemptsInScope } from './evaluations';
@@ -16,7 +16,8 @@ export type LearnerRow = components['schemas']['LearnerRow'];
 
 /**
  * The learners a request covers, in their order (email): the members of the organisation by the
- * end of the year (invited or joined by then), so that a past year keeps the learners it had.
+ * end of the year (invited or joined by then), so that a past year keeps the learners it had
+ * (docs/decisions.md#year-period).
  */
 function membersInScope(db: DB, filter: ResourceFilter) {
   let query = db
@@ -33,7 +34,7 @@ const ofMembers = (column: string) => sql<boolean>`${sql.ref(column)} in (select
 
 /**
  * Minutes of activity in the year of the learner `mb`: the length of the union of the year's
- * pieces (DECISIONS, "A year is a period"), and of the AI-lab ones. Lesson and AI-lab intervals
+ * pieces (docs/decisions.md#year-period), and of the AI-lab ones. Lesson and AI-lab intervals
  * are cut at the year's bounds; a tutoring session belongs wholly to the year it started in (as
  * its `attendance` row and connected time do). Pieces are counted between whole minutes, so the
  * parts add up exactly. In start order, a piece adds what lies beyond the latest end before it (of
@@ -181,9 +182,10 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
 
 /**
  * One row per learner with the year's aggregates, each computed from the rows the detail resource
- * returns for that learner and year ("the figures agree"): the same scope builders are used.
+ * returns for that learner and year (docs/decisions.md#figures-agree): the same scope builders are used.
  */
-export const learnersResource: ResourceDefinition<LearnerRow, 'learners'> = {
+export const learnersResource: ListResourceDefinition<'listLearners'> = {
+  operationId: 'listLearners',
   name: 'learners',
   ...typedColumns<LearnerRow>({
     nom: 'text',

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { currentParisYear } from '../../db/paris-time';
-import { learnersResource } from '../../db/resources';
-import { seedOrganisation } from '../../src/seed/generate';
+import { learnersResource } from '../../db/resources/learners';
+import { seedOrganisation } from '../../src/local/seed/generate';
 import { createOrgWithKeys } from '../support/factories';
 import { cpuSeconds, openBenchDatabase, percentile, report, startServerProcess } from './support';
 

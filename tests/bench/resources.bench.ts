@@ -3,11 +3,11 @@ import http from 'node:http';
 import { type CompiledQuery, sql } from 'kysely';
 import pg from 'pg';
 import { currentParisYear } from '../../db/paris-time';
-import { resources } from '../../db/resources';
 import type { ResourceDefinition, ResourceFilter } from '../../db/resources/definition';
 import { allowedWindow, countQuery } from '../../db/resources/list';
-import { seedOrganisation } from '../../src/seed/generate';
+import { seedOrganisation } from '../../src/local/seed/generate';
 import { createOrgWithKeys } from '../support/factories';
+import { listResource } from '../support/list-resources';
 import { cpuSeconds, openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**
@@ -168,7 +168,7 @@ report(`seed ${learners.toLocaleString('en')} learners (generator, one transacti
 const server = await startServerProcess(database.url, { RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' });
 try {
   for (const name of largeResources) {
-    const definition = resources[name] as unknown as ResourceDefinition;
+    const definition = listResource(name);
     const first = (await (await fetch(`${server.baseUrl}/${name}?limit=1&year=${year}`, { headers })).json()) as {
       pagination: { total: number };
     };
@@ -190,7 +190,7 @@ try {
   // side runs). On these microVMs both ends of it wake from idle: /livez back to back took 0.34 ms
   // at the median, 0.77 ms after 10 ms idle.
   const livezUrl = new URL('/livez', server.baseUrl).href;
-  const firstPageSql = pageSqlAlone(resources[largeResources[0]] as unknown as ResourceDefinition, 0);
+  const firstPageSql = pageSqlAlone(listResource(largeResources[0]), 0);
   const hop = await alternating(() => getPage(livezUrl), firstPageSql);
   report(
     'the HTTP hop alone (GET /livez, in turn with a page SQL) p50 / p99',
@@ -199,7 +199,7 @@ try {
 
   const learnersUrl = `${server.baseUrl}/learners?format=csv&year=${year}`;
   const learnersTime = await series(async () => (await fetch(learnersUrl, { headers })).arrayBuffer());
-  const learnersSql = resources.learners.select(database.db, filter).compile();
+  const learnersSql = listResource('learners').select(database.db, filter).compile();
   const learnersBare = await series(() => run(direct[0]!, learnersSql));
   report(
     `learners, whole year (${learners} rows, CSV) p50 / p99`,
@@ -215,7 +215,7 @@ try {
 // whatever the size, and rows flow at least half as fast as PostgreSQL's own COPY.
 const totals: { name: (typeof largeResources)[number]; n: number }[] = [];
 for (const name of largeResources) {
-  const definition = resources[name] as unknown as ResourceDefinition;
+  const definition = listResource(name);
   const n = definition.count
     ? await definition.count(database.db, filter)
     : ((
@@ -234,7 +234,7 @@ let csvRows = 0;
 const exporter = await startServerProcess(database.url, exporterSettings);
 try {
   const before = peakRssMb(exporter.child.pid!);
-  const query = (resources[largest.name] as unknown as ResourceDefinition).select(database.db, filter).compile();
+  const query = listResource(largest.name).select(database.db, filter).compile();
   // The export and COPY alone, three times each in turn; the best of each (a shared machine only
   // ever slows a run down), with the CPU the server and PostgreSQL spent on the export.
   const exports: { seconds: number; lines: number; server: number; postgres: number }[] = [];
