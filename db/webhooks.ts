@@ -575,6 +575,33 @@ export async function replayDelivery(db: DB, deliveryId: string) {
   });
 }
 
+/** The delivery queue as the metrics show it, across every server process. */
+export interface DeliveryQueueState {
+  /** Pending deliveries: due, planned, or set aside while their endpoint is disabled. */
+  pending: number;
+  /** Pending deliveries whose next attempt's job is due now: waiting for a worker to take it. */
+  due: number;
+  /** How long the oldest of those has waited past its time; null when none is due. */
+  oldest_due_seconds: number | null;
+  /** Endpoints disabled, by their failures or by an operator. */
+  disabled: number;
+}
+
+/**
+ * Reads the queue from the delivery rows. A pending delivery that names a job is waiting for that
+ * job, which starts at its `next_attempt_at`; one that names none is set aside, and not due.
+ */
+export async function readDeliveryQueue(db: DB): Promise<DeliveryQueueState> {
+  const { rows } = await sql<DeliveryQueueState>`
+    select count(*)::int as pending,
+      (count(*) filter (where job_id is not null and next_attempt_at <= now()))::int as due,
+      extract(epoch from now() - min(next_attempt_at) filter (where job_id is not null and next_attempt_at <= now()))::float8
+        as oldest_due_seconds,
+      (select count(*)::int from webhook_endpoints where not enabled) as disabled
+    from webhook_deliveries where status = 'pending'`.execute(db);
+  return rows[0]!;
+}
+
 export async function findDelivery(db: DB, deliveryId: string) {
   return (
     (await db.selectFrom('webhook_deliveries').select(['id', 'endpoint_id', 'status']).where('id', '=', deliveryId).executeTakeFirst()) ??
