@@ -17,7 +17,8 @@ import type { DeliveryStatus } from './tables/webhooks';
  *   4. ...and records the attempts: delivered; or failed, its retry queued as a job that starts
  *      after the schedule's delay, or dead after the last one; endpoints that keep failing are
  *      disabled.
- * Then the operators' side (scripts/commands/webhook.ts): endpoints, the test ping, replay, the log.
+ * Then the operators' side (scripts/commands/webhook.ts): endpoints, the test ping, replay, the log,
+ * and the queue's state for the metrics.
  */
 
 // ---------------------------------------------------------------------------------------------
