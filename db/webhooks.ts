@@ -610,7 +610,10 @@ export async function findDelivery(db: DB, deliveryId: string) {
   );
 }
 
-/** The delivery log of an endpoint, newest first, each delivery with its attempts in order. */
+/**
+ * The delivery log of an endpoint, newest first, each delivery with its attempts in order. A
+ * pending delivery without a job (`job_id` null) is set aside until its endpoint is enabled again.
+ */
 export async function listDeliveries(db: DB, endpointId: string, options: { status?: DeliveryStatus; limit: number }) {
   let query = db
     .selectFrom('webhook_deliveries as d')
@@ -625,6 +628,7 @@ export async function listDeliveries(db: DB, endpointId: string, options: { stat
       'd.delivered_at',
       'd.dead_at',
       'd.replay_count',
+      'd.job_id',
     ])
     .where('d.endpoint_id', '=', endpointId);
   if (options.status) query = query.where('d.status', '=', options.status);
