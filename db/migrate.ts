@@ -10,6 +10,8 @@ import * as m20261124T0000_year_slices from './migrations/20261124T0000-year-sli
 import * as m20261124T0100_rate_limit_sliding_window from './migrations/20261124T0100-rate-limit-sliding-window';
 import * as m20261125T0000_rate_limit_running_total from './migrations/20261125T0000-rate-limit-running-total';
 import * as m20261126T0000_webhook_delivery_event_type_and_fillfactor from './migrations/20261126T0000-webhook-delivery-event-type-and-fillfactor';
+import * as m20261128T0000_organisation_keys from './migrations/20261128T0000-organisation-keys';
+import * as m20261128T0100_organisation_foreign_keys from './migrations/20261128T0100-organisation-foreign-keys';
 
 /**
  * Every migration, by name; names sort in the order they run. A static list rather than a read of
@@ -28,6 +30,8 @@ export const migrations: Record<string, Migration> = {
   '20261124T0100-rate-limit-sliding-window': m20261124T0100_rate_limit_sliding_window,
   '20261125T0000-rate-limit-running-total': m20261125T0000_rate_limit_running_total,
   '20261126T0000-webhook-delivery-event-type-and-fillfactor': m20261126T0000_webhook_delivery_event_type_and_fillfactor,
+  '20261128T0000-organisation-keys': m20261128T0000_organisation_keys,
+  '20261128T0100-organisation-foreign-keys': m20261128T0100_organisation_foreign_keys,
 };
 
 const listedMigrations: MigrationProvider = { getMigrations: async () => migrations };

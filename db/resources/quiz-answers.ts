@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { ouiNon, parisDateTime, wireDate } from '../render';
 import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalDayFilter } from './natural-date';
-import { scopeCondition, windowByKeys, withLessonContext } from './scope';
+import { byKeyInOrganisation, scopeCondition, windowByKeys, withLessonContext } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type QuizAnswerRow = components['schemas']['QuizAnswerRow'];
@@ -56,9 +56,9 @@ export const quizAnswersResource: ResourceDefinition<QuizAnswerRow, 'quiz-answer
   filtersByProgramme: true,
   select(db, filter) {
     const answers = answersInScope(db, filter)
-      .innerJoin('quiz_attempts as qa', 'qa.id', 'ans.attempt_id')
-      .innerJoin('quiz_questions as q', 'q.id', 'ans.question_id');
-    return withLessonContext(answers, 'qa').select([
+      .innerJoin('quiz_attempts as qa', byKeyInOrganisation('qa', 'ans.attempt_id', filter.orgId))
+      .innerJoin('quiz_questions as q', byKeyInOrganisation('q', 'ans.question_id', filter.orgId));
+    return withLessonContext(answers, 'qa', filter.orgId).select([
       'ans.attempt_no as tentative',
       'qa.score as score_tentative',
       ouiNon(sql.ref('qa.passed')).as('reussi'),

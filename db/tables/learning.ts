@@ -169,6 +169,11 @@ export interface TutoringAttendanceTable {
   connected_minutes: Generated<number>;
   signed_by_learner: Generated<boolean>;
   signed_by_trainer: Generated<boolean>;
+  /** Copied from the session and the learner by triggers (`attendance` is ordered on them): never write them. */
+  session_starts_at: ColumnType<Date, Date | string | undefined, never>;
+  session_title: ColumnType<string, string | undefined, never>;
+  session_programme_id: ColumnType<string | null, string | null | undefined, never>;
+  email: ColumnType<string, string | undefined, never>;
 }
 
 /**

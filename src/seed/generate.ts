@@ -58,6 +58,9 @@ interface Programme {
 interface SessionSlot {
   id: string;
   attendees: number;
+  startsAt: Date;
+  title: string;
+  programmeId: string;
 }
 /** How a learner studies: pace (days between sessions), skill, drop-out risk, lab use, devices. */
 interface Traits {
@@ -93,6 +96,9 @@ function buffers() {
       invited_at: 'time',
       joined_at: 'time',
       created_at: 'time',
+      // What the copying triggers fill in when triggers run.
+      email: 'text',
+      name: 'text',
     }),
     licences: new RowBuffer('licences', {
       org_id: 'uuid',
@@ -129,6 +135,11 @@ function buffers() {
       connected_minutes: 'int',
       signed_by_learner: 'bool',
       signed_by_trainer: 'bool',
+      // What the copying trigger fills in when triggers run.
+      session_starts_at: 'time',
+      session_title: 'text',
+      session_programme_id: 'uuid',
+      email: 'text',
     }),
     activity_intervals: new RowBuffer('activity_intervals', {
       org_id: 'uuid',
@@ -615,7 +626,17 @@ class LearnerSimulation {
     for (const login of this.logins) out.logins.add(orgId, person.membershipId, login.start, login.end, login.ip, login.agent);
     const name = status === 'invité' && r.chance(0.8) ? null : person.name;
     out.accounts.add(person.accountId, person.email, name, since, firstLogin);
-    out.memberships.add(person.membershipId, orgId, person.accountId, status, membership.invitedAt, membership.joinedAt, since);
+    out.memberships.add(
+      person.membershipId,
+      orgId,
+      person.accountId,
+      status,
+      membership.invitedAt,
+      membership.joinedAt,
+      since,
+      person.email,
+      name,
+    );
     const licenceStatus = status === 'suspendu' ? 'révoquée' : firstLogin ? 'activée' : 'attribuée';
     out.licences.add(
       orgId,
@@ -1036,7 +1057,8 @@ class LearnerSimulation {
     const { calendar, out, orgId } = world;
     if (this.tutoringDays.has(`${day}:${minute}`)) return;
     this.tutoringDays.add(`${day}:${minute}`);
-    const sessionId = world.session(programme, day, minute, planned, topic);
+    const session = world.session(programme, day, minute, planned, topic);
+    const sessionId = session.id;
     const present = r.chance(0.85);
     const late = present ? r.int(0, 10) : 0;
     const connected = present ? Math.max(15, planned - late - r.int(0, 10)) : 0;
@@ -1050,6 +1072,10 @@ class LearnerSimulation {
       connected,
       present && r.chance(0.92),
       present && r.chance(0.97),
+      session.startsAt,
+      session.title,
+      session.programmeId,
+      person.email,
     );
     if (!present) return;
     // The tutoring interval is exactly the connected time, so temps_tutorat_min fits in temps_actif_min.
@@ -1117,28 +1143,35 @@ class World {
   }
 
   /** A workshop group of the programme at that time with a free seat (groups of twelve); `topic` by default follows the fortnight. */
-  session(programme: Programme, day: number, minute: number, planned: number, topic: string | null): string {
+  session(programme: Programme, day: number, minute: number, planned: number, topic: string | null): SessionSlot {
     const key = `${programme.index}:${day}:${minute}`;
     const groups = this.sessions.get(key) ?? [];
     this.sessions.set(key, groups);
     let group = groups.find((g) => g.attendees < 12);
     if (!group) {
-      group = { id: this.ids.uuid(), attendees: 0 };
+      const id = this.ids.uuid();
+      const topicTitle = topic ?? programme.moduleTopics[Math.floor(day / 14) % programme.moduleTopics.length]!;
+      const number = groups.length + 1;
+      group = {
+        id,
+        attendees: 0,
+        startsAt: this.calendar.at(day, minute),
+        title: `Atelier tutoré — ${topicTitle}${number > 1 ? ` (groupe ${number})` : ''}`,
+        programmeId: programme.id,
+      };
       groups.push(group);
-      const title = topic ?? programme.moduleTopics[Math.floor(day / 14) % programme.moduleTopics.length]!;
-      const number = groups.length;
       this.out.tutoring_sessions.add(
         group.id,
         this.orgId,
-        programme.id,
-        `Atelier tutoré — ${title}${number > 1 ? ` (groupe ${number})` : ''}`,
-        this.calendar.at(day, minute),
+        group.programmeId,
+        group.title,
+        group.startsAt,
         planned,
         trainerNames[(programme.index * 3 + number) % trainerNames.length],
       );
     }
     group.attendees++;
-    return group.id;
+    return group;
   }
 }
 
@@ -1224,8 +1257,10 @@ export async function seedOrganisation(db: DB, options: SeedOptions): Promise<Se
     const people = await identities(trx, options.learners, root.fork(), ids, organisation.allowed_email_domains);
     const world = new World(organisation.id, calendar, programmes, buffers(), ids);
     await simulateLearners(trx, world, people, root, options.onProgress);
+    await analyze(trx, loadedTables);
     if (fastLoad) await refreshTriggerMaintainedRows(trx, organisation.id);
     await addSpareLicences(trx, organisation.id, world.licencesUsed);
+    await analyze(trx, ['licences', ...maintainedTables]);
     return {
       org: organisation.id,
       learners: people.length,
@@ -1287,6 +1322,21 @@ async function simulateLearners(
     if (i % 20 === 19) await new Promise((resolve) => setImmediate(resolve));
   }
   await writing;
+}
+
+/** The tables the generator writes, and those the triggers keep from them. */
+const loadedTables = [...Object.keys(catalogueBuffers()), ...flushOrder];
+const maintainedTables = ['lesson_progress_years', 'enrolment_years', 'lesson_progress_days', 'lesson_progress_months'];
+
+/**
+ * Statistics of tables just loaded, in the load's transaction (ANALYZE counts its own transaction's
+ * rows), as PostgreSQL advises after a bulk load: first the generated rows, which the upkeep of the
+ * derived tables reads (planned without them, a recount ran for minutes on a new database), then
+ * the derived tables. Until autovacuum gathers them, the planner would take an organisation that
+ * holds most of a table for one that holds nothing.
+ */
+async function analyze(trx: DB, tables: string[]): Promise<void> {
+  await sql`analyze ${sql.join(tables.map((table) => sql.table(table)))}`.execute(trx);
 }
 
 /** Spare licences of each type, never assigned: a twentieth of those used, at least one. */
