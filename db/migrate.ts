@@ -12,6 +12,7 @@ import * as m20261125T0000_rate_limit_running_total from './migrations/20261125T
 import * as m20261126T0000_webhook_delivery_event_type_and_fillfactor from './migrations/20261126T0000-webhook-delivery-event-type-and-fillfactor';
 import * as m20261128T0000_organisation_keys from './migrations/20261128T0000-organisation-keys';
 import * as m20261128T0100_organisation_foreign_keys from './migrations/20261128T0100-organisation-foreign-keys';
+import * as m20261128T0200_learner_years from './migrations/20261128T0200-learner-years';
 
 /**
  * Every migration, by name; names sort in the order they run. A static list rather than a read of
@@ -32,6 +33,7 @@ export const migrations: Record<string, Migration> = {
   '20261126T0000-webhook-delivery-event-type-and-fillfactor': m20261126T0000_webhook_delivery_event_type_and_fillfactor,
   '20261128T0000-organisation-keys': m20261128T0000_organisation_keys,
   '20261128T0100-organisation-foreign-keys': m20261128T0100_organisation_foreign_keys,
+  '20261128T0200-learner-years': m20261128T0200_learner_years,
 };
 
 const listedMigrations: MigrationProvider = { getMigrations: async () => migrations };

@@ -30,15 +30,6 @@ export function progressPercent(lessonsViewed: RawBuilder<number>, lessonsTotal:
   return sql<number>`case when ${lessonsTotal} = 0 then 0 else (100 * ${lessonsViewed} / ${lessonsTotal})::int end`;
 }
 
-/**
- * An enrolment is complete at the end of `year` when its end certificate was issued by then (the
- * generator and the write paths issue it when the last lesson is viewed); `complete_le` is that date.
- */
-export function completedBy(year: number): RawBuilder<boolean> {
-  return sql<boolean>`exists (select 1 from documents c where c.membership_id = ey.membership_id and c.programme_id = ey.programme_id
-    and c.org_id = ey.org_id and c.type = 'Attestation' and c.issued_at < ${yearStart(year + 1)})`;
-}
-
 /** The enrolment years a request sees (alias `ey`), in order: natural date, then the enrolment. */
 export function enrolmentsInScope(db: DB, filter: ResourceFilter) {
   return db

@@ -149,6 +149,35 @@ export interface EnrolmentYearsTable {
   lessons_viewed: ColumnType<number, never, never>;
 }
 
+/**
+ * A learner's figures of one Paris year with any activity (the `learners` row of that year), kept by
+ * triggers from the facts the detail resources list (never write it). A year without a row is a
+ * year of zeros, without a score or a survey.
+ */
+export interface LearnerYearsTable {
+  membership_id: ColumnType<string, never, never>;
+  year: ColumnType<number, never, never>;
+  org_id: ColumnType<string, never, never>;
+  logins: ColumnType<number, never, never>;
+  active_minutes: ColumnType<number, never, never>;
+  course_minutes: ColumnType<number, never, never>;
+  lab_minutes: ColumnType<number, never, never>;
+  tutoring_minutes: ColumnType<number, never, never>;
+  programmes_followed: ColumnType<number, never, never>;
+  programmes_completed: ColumnType<number, never, never>;
+  evaluations_passed: ColumnType<number, never, never>;
+  evaluations_total: ColumnType<number, never, never>;
+  /** The rounded mean score of the passed attempts; null without one. */
+  mean_score: ColumnType<number | null, never, never>;
+  tutoring_sessions: ColumnType<number, never, never>;
+  sessions_present: ColumnType<number, never, never>;
+  pif_issued: ColumnType<number, never, never>;
+  certificates_issued: ColumnType<number, never, never>;
+  /** The year's last survey; null without one. */
+  satisfaction_rating: ColumnType<number | null, never, never>;
+  satisfaction_nps: ColumnType<number | null, never, never>;
+}
+
 export interface TutoringSessionsTable {
   id: Generated<string>;
   org_id: string;
@@ -297,6 +326,7 @@ export interface LearningTables {
   lesson_progress: LessonProgressTable;
   lesson_progress_years: LessonProgressYearsTable;
   enrolment_years: EnrolmentYearsTable;
+  learner_years: LearnerYearsTable;
   lesson_progress_days: LessonProgressCountsTable;
   lesson_progress_months: LessonProgressCountsTable;
   tutoring_sessions: TutoringSessionsTable;

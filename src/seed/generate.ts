@@ -1189,8 +1189,8 @@ async function skipTriggersIfAllowed(trx: DB): Promise<boolean> {
 
 /**
  * What the triggers maintain, for a whole organisation at once: the enrolment summaries, the year
- * slices of lessons and enrolments (in that order: enrolment years read lesson years) and the counts
- * `progress` pages on.
+ * slices of lessons and enrolments (in that order: enrolment years read lesson years), the counts
+ * `progress` pages on, and the learners' figures of each year (which read both slices).
  */
 async function refreshTriggerMaintainedRows(trx: DB, orgId: string): Promise<void> {
   await sql`update programme_enrolments pe
@@ -1203,6 +1203,7 @@ async function refreshTriggerMaintainedRows(trx: DB, orgId: string): Promise<voi
   await sql`select lesson_progress_years_recount(${orgId})`.execute(trx);
   await sql`select enrolment_years_recount(${orgId})`.execute(trx);
   await sql`select lesson_progress_counts_recount(${orgId})`.execute(trx);
+  await sql`select learner_years_recount(${orgId})`.execute(trx);
   await sql`set local session_replication_role = origin`.execute(trx);
 }
 
@@ -1326,14 +1327,14 @@ async function simulateLearners(
 
 /** The tables the generator writes, and those the triggers keep from them. */
 const loadedTables = [...Object.keys(catalogueBuffers()), ...flushOrder];
-const maintainedTables = ['lesson_progress_years', 'enrolment_years', 'lesson_progress_days', 'lesson_progress_months'];
+const maintainedTables = ['lesson_progress_years', 'enrolment_years', 'lesson_progress_days', 'lesson_progress_months', 'learner_years'];
 
 /**
  * Statistics of tables just loaded, in the load's transaction (ANALYZE counts its own transaction's
  * rows), as PostgreSQL advises after a bulk load: first the generated rows, which the upkeep of the
- * derived tables reads (planned without them, a recount ran for minutes on a new database), then
- * the derived tables. Until autovacuum gathers them, the planner would take an organisation that
- * holds most of a table for one that holds nothing.
+ * derived tables reads (planned without them, learner_years_recount ran for minutes on a new
+ * database), then the derived tables. Until autovacuum gathers them, the planner would take an
+ * organisation that holds most of a table for one that holds nothing.
  */
 async function analyze(trx: DB, tables: string[]): Promise<void> {
   await sql`analyze ${sql.join(tables.map((table) => sql.table(table)))}`.execute(trx);
