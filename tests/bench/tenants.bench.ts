@@ -49,14 +49,15 @@ const others = Array.from({ length: otherOrganisations }, (_, i) => ({
 }));
 
 /**
- * What the seeded rows depend on: the migrations, the generator's code and this seeding. A kept
+ * What the seeded rows depend on: the migrations' code, the generator's and this seeding. A kept
  * database is reused only when its fingerprint (its comment) is this one.
  */
 function seedFingerprint(): string {
   const hash = createHash('sha256');
   hash.update(JSON.stringify({ migrations: Object.keys(migrations), learners, year, seededNow, measured, others }));
-  const generator = path.join(projectRoot, 'src', 'seed');
-  for (const file of readdirSync(generator).sort()) hash.update(readFileSync(path.join(generator, file)));
+  for (const folder of [path.join(projectRoot, 'db', 'migrations'), path.join(projectRoot, 'src', 'seed')]) {
+    for (const file of readdirSync(folder).sort()) hash.update(readFileSync(path.join(folder, file)));
+  }
   return hash.digest('hex').slice(0, 16);
 }
 
