@@ -13,6 +13,7 @@ import * as m20261126T0000_webhook_delivery_event_type_and_fillfactor from './mi
 import * as m20261128T0000_organisation_keys from './migrations/20261128T0000-organisation-keys';
 import * as m20261128T0100_organisation_foreign_keys from './migrations/20261128T0100-organisation-foreign-keys';
 import * as m20261128T0200_learner_years from './migrations/20261128T0200-learner-years';
+import * as m20261128T0300_quiz_answers_attempt_copies from './migrations/20261128T0300-quiz-answers-attempt-copies';
 
 /**
  * Every migration, by name; names sort in the order they run. A static list rather than a read of
@@ -34,6 +35,7 @@ export const migrations: Record<string, Migration> = {
   '20261128T0000-organisation-keys': m20261128T0000_organisation_keys,
   '20261128T0100-organisation-foreign-keys': m20261128T0100_organisation_foreign_keys,
   '20261128T0200-learner-years': m20261128T0200_learner_years,
+  '20261128T0300-quiz-answers-attempt-copies': m20261128T0300_quiz_answers_attempt_copies,
 };
 
 const listedMigrations: MigrationProvider = { getMigrations: async () => migrations };

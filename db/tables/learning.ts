@@ -263,6 +263,9 @@ export interface QuizAnswersTable {
   attempt_no: ColumnType<number, number | undefined, never>;
   /** The attempt's Paris day, 'YYYY-MM-DD'. */
   attempt_day: ColumnType<string, string | undefined, never>;
+  lesson_id: ColumnType<string, string | undefined, never>;
+  attempt_score: ColumnType<number, number | undefined, never>;
+  attempt_passed: ColumnType<boolean, boolean | undefined, never>;
   chosen_option: string;
   is_correct: boolean;
   answered_at: Timestamp;
