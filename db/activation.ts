@@ -14,7 +14,7 @@ export interface Activation {
  * `first_login_at`, the membership `invité` -> `actif` (joined then), the live licence `attribuée` ->
  * `activée`, and one `learner.activated` event, all in the caller's transaction. Idempotent: the
  * guarded updates take the row locks, so of two concurrent calls only one changes anything and
- * records the event; a later call does nothing.
+ * records the event; a later call does nothing (docs/decisions.md#licence-states).
  */
 export async function activateOnFirstLogin(trx: DB, login: { orgId: string; membershipId: string; at: Date }): Promise<Activation> {
   const { orgId, membershipId, at } = login;

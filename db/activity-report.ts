@@ -1,20 +1,18 @@
 import type { components } from '../codegen/openapi';
 import type { DB } from './connection';
 import type { LearnerIdentity } from './learners';
-import {
-  attendanceResource,
-  documentsResource,
-  enrollmentsResource,
-  evaluationsResource,
-  learnersResource,
-  lessonRatingsResource,
-  loginsResource,
-  progressResource,
-  quizAnswersResource,
-  satisfactionResource,
-  tutoringRatingsResource,
-} from './resources';
+import { attendanceResource } from './resources/attendance';
 import type { ResourceDefinition, ResourceFilter } from './resources/definition';
+import { documentsResource } from './resources/documents';
+import { enrollmentsResource } from './resources/enrollments';
+import { evaluationsResource } from './resources/evaluations';
+import { learnersResource } from './resources/learners';
+import { lessonRatingsResource } from './resources/lesson-ratings';
+import { loginsResource } from './resources/logins';
+import { progressResource } from './resources/progress';
+import { quizAnswersResource } from './resources/quiz-answers';
+import { satisfactionResource } from './resources/satisfaction';
+import { tutoringRatingsResource } from './resources/tutoring-ratings';
 
 type Schemas = components['schemas'];
 
@@ -66,7 +64,7 @@ function rowsOf<Row extends Record<string, unknown>>(db: DB, definition: Resourc
 /**
  * Everything the activity report shows, read from the list resources' own definitions (one source
  * of figures, so the PDF and the JSON cannot disagree), in one read-only snapshot, so that the
- * summary and the detail tables describe the same moment.
+ * summary and the detail tables describe the same moment (docs/decisions.md#activity-report).
  */
 export async function gatherActivityReport(db: DB, scope: ActivityReportScope): Promise<ActivityReportData> {
   const filter: ResourceFilter = {

@@ -9,7 +9,8 @@ import { type EventLearner, recordEvent } from './webhooks';
  * transaction: a lesson opened (`course.started` the first time in a course), a quiz completed
  * (`quiz.completed` with its answers), a certificate issued (`programme.completed`), a satisfaction
  * survey (`satisfaction.submitted`), a login (the first one records `learner.activated`). Given a
- * plain connection, each opens its own transaction; given a transaction, it joins it.
+ * plain connection, each opens its own transaction; given a transaction, it joins it
+ * (docs/decisions.md#events).
  */
 
 /** The learner is not enrolled in that programme, or the lesson is not one of the organisation's. */

@@ -1,5 +1,5 @@
-import { CompiledQuery, sql } from 'kysely';
-import type { DB } from './connection';
+import { sql } from 'kysely';
+import { type DB, type PreparedStatement, runPrepared } from './connection';
 import { parisDayEnd } from './render';
 import type { ApiScope } from './tables';
 
@@ -29,9 +29,8 @@ export interface CountedRequests {
  * Seconds until a place frees, read off the bucket as the statement leaves it: `counts[i]` (from 1)
  * counts the second `newest_second - window + i - 1`, which stops being counted once the clock
  * reaches `newest_second + i`; the oldest second still counted frees the first place (the current
- * one when the seconds before it hold nothing). Computed here rather than from the whole array
- * sent back: parsing it for every statement made 5% of the memory a 100-row users page allocated
- * (heap profiler, users benchmark's load).
+ * one when the seconds before it hold nothing). Computed here, so that the statement returns three
+ * numbers rather than the bucket's array.
  */
 const resetSeconds = `greatest(1, ceil(newest_second
     + coalesce((select min(i) from generate_subscripts(counts, 1) as i where counts[i] > 0), array_length(counts, 1) + 1)
@@ -46,6 +45,7 @@ const resetSeconds = `greatest(1, ceil(newest_second
  * its common case, another request in the same second, it only adds to two integers. When the
  * second has changed, the counters shift first and the seconds that left the window are
  * subtracted. `granted` is written with the row so the statement can read back its own share.
+ * The rule: docs/decisions.md#rate-limit.
  */
 function takeFromBucket(rows: string, params: { requests: string; limit: string; windowSeconds: string }): string {
   const { requests, limit, windowSeconds: window } = params;
@@ -85,10 +85,11 @@ function countedRequests(row: CountedRow): CountedRequests {
 
 /**
  * Finds a key by its hash ($1) and, when it is usable, counts $2 requests against its budget of
- * $3 per $4 seconds: one round trip for both. Fixed text, prepared once per connection: planning
- * this statement cost more than running it.
+ * $3 per $4 seconds: one round trip for both, prepared (its planning costs more than its run).
  */
-const keyAndCountStatement = `/* prepared:api_key_request */
+export const keyAndCountStatement: PreparedStatement = {
+  name: 'api_key_request',
+  text: `
   with found as (
     select k.id, k.org_id, o.name as org_name, k.scopes, k.revoked_at is not null as revoked,
            k.expires_at, coalesce(k.expires_at <= now(), false) as expired
@@ -100,7 +101,8 @@ const keyAndCountStatement = `/* prepared:api_key_request */
     windowSeconds: '$4::int',
   })})
   select found.*, counted.granted, counted.in_window, counted.reset_seconds
-  from found left join counted on true`;
+  from found left join counted on true`,
+};
 
 export async function findKeyAndCountRequests(
   db: DB,
@@ -109,21 +111,18 @@ export async function findKeyAndCountRequests(
   limit: number,
   windowSeconds: number,
 ): Promise<KeyLookup | null> {
-  const result = await db.executeQuery(CompiledQuery.raw(keyAndCountStatement, [keyHash, requests, limit, windowSeconds]));
-  const row = result.rows[0] as
-    | {
-        id: string;
-        org_id: string;
-        org_name: string;
-        scopes: ApiScope[];
-        revoked: boolean;
-        expires_at: Date | null;
-        expired: boolean;
-        granted: number | null;
-        in_window: number | null;
-        reset_seconds: number | null;
-      }
-    | undefined;
+  const [row] = await runPrepared<{
+    id: string;
+    org_id: string;
+    org_name: string;
+    scopes: ApiScope[];
+    revoked: boolean;
+    expires_at: Date | null;
+    expired: boolean;
+    granted: number | null;
+    in_window: number | null;
+    reset_seconds: number | null;
+  }>(db, keyAndCountStatement, [keyHash, requests, limit, windowSeconds]);
   if (!row) return null;
   return {
     id: row.id,
@@ -137,13 +136,15 @@ export async function findKeyAndCountRequests(
   };
 }
 
-const bucketCountStatement = `/* prepared:bucket_request */
-  ${takeFromBucket('select $1::text as bucket', { requests: '1', limit: '$2::int', windowSeconds: '$3::int' })}`;
+const bucketCountStatement: PreparedStatement = {
+  name: 'bucket_request',
+  text: takeFromBucket('select $1::text as bucket', { requests: '1', limit: '$2::int', windowSeconds: '$3::int' }),
+};
 
 /** Counts one request against a bucket's budget (callers without a usable key, by address). */
 export async function countRequest(db: DB, bucket: string, limit: number, windowSeconds: number): Promise<CountedRequests> {
-  const result = await db.executeQuery(CompiledQuery.raw(bucketCountStatement, [bucket, limit, windowSeconds]));
-  return countedRequests(result.rows[0] as CountedRow);
+  const [row] = await runPrepared<CountedRow>(db, bucketCountStatement, [bucket, limit, windowSeconds]);
+  return countedRequests(row!);
 }
 
 /** Buckets whose every counted second has left the window are of no use to anyone. */

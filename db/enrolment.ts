@@ -101,6 +101,7 @@ interface NewMember {
  * Licences go to the new members in request order (`standard` first, then `tutorat`). A member left
  * without one is removed again in this transaction (with the account created for it), so it was
  * never visible; with `atomic`, a shortage throws InsufficientLicences and everything rolls back.
+ * The rules: docs/decisions.md#enrolment.
  */
 export async function enrolLearners(
   db: DB,

@@ -99,7 +99,7 @@ export interface LicenceRevocation {
  * the licence stays with the learner, as history, and frees nothing. Idempotent: a learner whose
  * licence is already revoked gets back that revocation, unchanged. Null when the learner never held
  * a licence. One guarded statement: an activation at the same moment waits for its row lock, then
- * finds the licence no longer `attribuée`.
+ * finds the licence no longer `attribuée` (docs/decisions.md#licence-states).
  */
 export async function revokeLearnerLicence(db: DB, orgId: string, membershipId: string): Promise<LicenceRevocation | null> {
   const revoked = await db

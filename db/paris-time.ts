@@ -1,7 +1,7 @@
 /*
  * Paris time in JavaScript: the wire formats of the API (dates, date-times, RFC 3339 of webhooks),
  * the current Paris year, Paris's offset from UTC (the generator's calendar), and the long French
- * date of messages. db/render.ts is its twin in SQL.
+ * date of messages. db/render.ts is its twin in SQL (docs/decisions.md#time).
  */
 
 const parisParts = new Intl.DateTimeFormat('en-CA', {

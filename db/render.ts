@@ -3,7 +3,8 @@ import { type Expression, type RawBuilder, sql } from 'kysely';
 /**
  * The one place where stored values become wire values, in SQL: dates and date-times in
  * Europe/Paris, yes/no as Oui/Non. Queries return rows ready for JSON and CSV alike. And the other
- * way: the instants a wire date (a parameter, an expiry date) stands for.
+ * way: the instants a wire date (a parameter, an expiry date) stands for. The rules:
+ * docs/decisions.md#time and #values.
  */
 export const parisZone = 'Europe/Paris';
 

@@ -29,7 +29,8 @@ export const summaryColumns = typedColumns<SummaryRow>({
 /**
  * The organisation's counts, from the same rows as `users`: learners and their statuses, and the
  * licences by status. A revoked licence frees nothing, so it counts as used: total = available + used.
- * For one learner (membershipId), the counts of that learner and the licences they hold.
+ * For one learner (membershipId), the counts of that learner and the licences they hold
+ * (docs/decisions.md#figures-agree).
  */
 export async function getSummary(db: DB, orgId: string, membershipId: string | null): Promise<Summary> {
   const learners = db

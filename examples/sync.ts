@@ -10,26 +10,12 @@ import { createPartnerClient, type PartnerClient } from './client';
  *   npx tsx examples/sync.ts --base http://127.0.0.1:3000/v1 --key sk_live_… --resource logins \
  *     --since 2026-01-01 [--year 2026] > logins.jsonl
  */
-type ListPath = Exclude<
-  { [P in keyof paths]: paths[P] extends { get: unknown } ? P : never }[keyof paths],
-  '/summary' | '/activity-report'
->;
-
-/** The list resources, as the command line names them. */
-const listResources = [
-  'learners',
-  'users',
-  'attendance',
-  'evaluations',
-  'quiz-answers',
-  'documents',
-  'satisfaction',
-  'enrollments',
-  'progress',
-  'logins',
-  'tutoring-ratings',
-  'lesson-ratings',
-] as const satisfies readonly (ListPath extends `/${infer Name}` ? Name : never)[];
+/** The paths whose JSON answer is a page of rows: the list resources, as the generated types know them. */
+type ListPath = {
+  [P in keyof paths]: paths[P] extends { get: { responses: { 200: { content: { 'application/json': { pagination: unknown } } } } } }
+    ? P
+    : never;
+}[keyof paths];
 
 /** The server answered with an error (its French message), not with a page. */
 export class SyncRefusedError extends Error {
@@ -39,6 +25,30 @@ export class SyncRefusedError extends Error {
   ) {
     super(message);
   }
+}
+
+/**
+ * The list resources of the API at `base`, in its document's order, as the server describes them
+ * (`GET /openapi.json`): every path whose JSON answer is a page of rows. Read when the sync runs, so
+ * that a resource the API adds is synced without a new version of this program.
+ */
+export async function listResourcesOf(base: string): Promise<string[]> {
+  const response = await fetch(`${base}/openapi.json`);
+  if (!response.ok) throw new SyncRefusedError(response.status, `GET ${base}/openapi.json : ${response.status}`);
+  const document = (await response.json()) as { paths: Record<string, { get?: any }> };
+  const resolve = (schema: any): any =>
+    typeof schema?.$ref === 'string'
+      ? resolve(
+          schema.$ref
+            .split('/')
+            .slice(1)
+            .reduce((node: any, key: string) => node?.[key], document),
+        )
+      : schema;
+  return Object.entries(document.paths).flatMap(([route, item]) => {
+    const page = resolve(item.get?.responses?.['200']?.content?.['application/json']?.schema);
+    return page?.properties?.pagination && page.properties.data ? [route.slice(1)] : [];
+  });
 }
 
 const sleep = (seconds: number) => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
@@ -105,7 +115,8 @@ Usage : npx tsx examples/sync.ts --base URL --key CLÉ --since AAAA-MM-JJ [--res
   --base URL          racine de l'API (par défaut http://127.0.0.1:3000/v1)
   --key CLÉ           clé d'API de l'organisation (sk_live_…)
   --since AAAA-MM-JJ  date naturelle de départ, incluse (updated_since)
-  --resource NOM      ressource à synchroniser (par défaut users) : ${listResources.join(', ')}
+  --resource NOM      ressource à synchroniser (par défaut users) : l'une des listes que l'API décrit
+                      dans son document (GET /openapi.json), par exemple logins
   --year AAAA         année civile (par défaut l'année en cours)
   --help              affiche cette aide
 `;
@@ -132,13 +143,12 @@ function readCommandLine(args: string[]) {
   if (!values.key) throw new UsageError('indiquez la clé d’API avec --key.');
   if (!values.since || !/^\d{4}-\d{2}-\d{2}$/.test(values.since))
     throw new UsageError('indiquez la date de départ avec --since AAAA-MM-JJ.');
-  if (!(listResources as readonly string[]).includes(values.resource)) throw new UsageError(`ressource inconnue : ${values.resource}.`);
   if (values.year !== undefined && !/^\d{4}$/.test(values.year)) throw new UsageError('--year attend une année sur quatre chiffres.');
   return {
     help: false as const,
     base: values.base,
     key: values.key,
-    resource: `/${values.resource}` as ListPath,
+    resource: values.resource,
     since: values.since,
     year: values.year,
   };
@@ -182,8 +192,16 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.exit(0);
   }
   try {
+    const resources = await listResourcesOf(commandLine.base);
+    if (!resources.includes(commandLine.resource)) {
+      process.stderr.write(
+        `Erreur : ressource inconnue : ${commandLine.resource} (ressources de l’API : ${resources.join(', ')}).\n\n${usage}`,
+      );
+      process.exit(2);
+    }
     const result = await syncResource(createPartnerClient(commandLine.base, commandLine.key), {
-      resource: commandLine.resource,
+      // One of the API's list paths, as its document has just said.
+      resource: `/${commandLine.resource}` as ListPath,
       since: commandLine.since,
       year: commandLine.year ? Number(commandLine.year) : undefined,
       onRows: (rows) => {

@@ -1,6 +1,6 @@
 import { gatherActivityReport } from '../db/activity-report';
 import { formatParisDateTime } from '../db/paris-time';
-import { ApiError } from '../src/errors';
+import { ApiError } from '../src/http/errors';
 import { activityReportFileName, pdfAttachmentHeaders } from '../src/pdf/report-file-name';
 import type { HandlerContext, OperationHandler } from './context';
 import { requestedYear, resolveLearner, resolveProgramme } from './request-scope';

@@ -1,6 +1,6 @@
 import { getSummary, summaryColumns } from '../db/summary';
-import { csvAttachmentHeaders, csvStream, flattenObject } from '../src/csv';
-import { sheetColumns, xlsxAttachmentHeaders, xlsxStream } from '../src/xlsx';
+import { csvAttachmentHeaders, csvOfRows, flattenObject } from '../src/formats/csv';
+import { sheetColumns, xlsxAttachmentHeaders, xlsxFromRows } from '../src/formats/xlsx/workbook';
 import type { HandlerContext, OperationHandler } from './context';
 import { buildMeta, requestedYear, resolveLearner } from './request-scope';
 
@@ -16,8 +16,8 @@ export function createGetSummary(context: HandlerContext): OperationHandler<'get
         yield [row];
       }
       return query.format === 'csv'
-        ? reply.headers(csvAttachmentHeaders('summary.csv')).send(csvStream(summaryColumns.columns, oneChunk()))
-        : reply.headers(xlsxAttachmentHeaders('summary.xlsx')).send(xlsxStream('summary', sheetColumns(summaryColumns), oneChunk()));
+        ? reply.headers(csvAttachmentHeaders('summary.csv')).send(csvOfRows(summaryColumns, [row]))
+        : reply.headers(xlsxAttachmentHeaders('summary.xlsx')).send(xlsxFromRows('summary', sheetColumns(summaryColumns), oneChunk()));
     }
     return {
       resource: 'summary',

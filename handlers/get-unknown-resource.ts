@@ -1,36 +1,26 @@
 import type { FastifyRequest } from 'fastify';
-import type { components } from '../codegen/openapi';
-import { ApiError } from '../src/errors';
+import { ApiError } from '../src/http/errors';
 
-type ResourceName = components['schemas']['UnknownResourceError']['available'][number];
-
-/** Every resource name of GET /{resource}, in the contract's order (the contract's own list, checked both ways). */
-export const resourceNames = [
-  'learners',
-  'users',
-  'summary',
-  'attendance',
-  'evaluations',
-  'quiz-answers',
-  'documents',
-  'satisfaction',
-  'enrollments',
-  'progress',
-  'logins',
-  'tutoring-ratings',
-  'lesson-ratings',
-] as const satisfies readonly ResourceName[];
-type Missing = Exclude<ResourceName, (typeof resourceNames)[number]>;
-// Names a resource of the contract missing from the list, if any: then `true` does not fit.
-const noResourceMissing: [Missing] extends [never] ? true : Missing = true;
-void noResourceMissing;
+/**
+ * The names GET /{resource} offers in its 404 (`available`): every list resource and `summary` (a
+ * resource with a handler of its own), in the order of openapi.yaml's paths, as the contract's
+ * `UnknownResourceError` lists them (tests/resources.registry.test.ts holds the two equal).
+ */
+export function availableResources(document: Record<string, any>, listResources: readonly { name: string }[]): string[] {
+  const names = new Set([...listResources.map((resource) => resource.name), 'summary']);
+  return Object.keys(document.paths ?? {})
+    .map((route) => route.slice(1))
+    .filter((name) => names.has(name));
+}
 
 /**
  * GET /{resource} for a name that is none of the resources (the known ones have their own route).
  * The path is in openapi.yaml's `x-unlisted-paths`, not `paths`, so the generated `operations` have
  * no type for it: its one parameter is typed here.
  */
-export async function getUnknownResource(request: FastifyRequest<{ Params: { resource: string } }>): Promise<never> {
-  const { resource } = request.params;
-  throw new ApiError('unknown_resource', `Ressource « ${resource} » inconnue.`, { available: [...resourceNames] });
+export function createGetUnknownResource(available: readonly string[]) {
+  return async function getUnknownResource(request: FastifyRequest<{ Params: { resource: string } }>): Promise<never> {
+    const { resource } = request.params;
+    throw new ApiError('unknown_resource', `Ressource « ${resource} » inconnue.`, { available: [...available] });
+  };
 }

@@ -1,41 +1,17 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { components } from '../codegen/openapi';
-import type { ResourceDefinition } from '../db/resources/definition';
+import type { ListOperationId, ListResource, ResourceNameOf, RowOf } from '../db/resources/definition';
 import { copyResourcePage, copyResourceRows, countResourceRows } from '../db/resources/list';
-import { noRowsDigest, pageEtag } from '../src/conditional-requests';
-import { csvAttachmentHeaders, csvFromCopy } from '../src/csv';
-import { jsonContentType } from '../src/error-handler';
-import { type AroundRows, jsonRowsFromCopy } from '../src/json-rows';
-import { sheetColumns, xlsxAttachmentHeaders, xlsxFromCopy } from '../src/xlsx';
-import type { HandlerContext, JsonAnswerOf, ListQuery, Meta, OperationHandler, OperationId, QueryOf } from './context';
+import { csvAttachmentHeaders, csvFromCopy } from '../src/formats/csv';
+import { jsonRows } from '../src/formats/json-rows';
+import { noRows, rowsOfCopy } from '../src/formats/row-batch';
+import { sheetColumns, xlsxAttachmentHeaders, xlsxFromCopy } from '../src/formats/xlsx/workbook';
+import { jsonContentType } from '../src/http/error-handler';
+import type { HandlerContext, JsonAnswerOf, ListQuery, Meta, QueryOf } from './context';
 import { nextPageLink } from './next-page-link';
 import { buildMeta, requestedYear, resolveLearner, resolveProgramme } from './request-scope';
 
 const defaultLimit = 100;
-
-/**
- * The envelope around a page's rows, its rows last: the rows come as JSON from PostgreSQL's bytes
- * (src/json-rows.ts), and the rest is written as JSON.stringify writes the envelope object, in its
- * keys' order. The envelope needs the rows' count: the writer gives it before it writes them.
- */
-function envelopeAround(envelopeOf: (count: number) => object): AroundRows {
-  return (count) => {
-    const head = JSON.stringify(envelopeOf(count));
-    return { before: `${head.slice(0, -1)},"data":`, after: '}' };
-  };
-}
-
-/** The operations that answer a page of rows: every list resource. */
-export type ListOperationId = {
-  [Id in OperationId]: [JsonAnswerOf<Id>] extends [never]
-    ? never
-    : JsonAnswerOf<Id> extends { pagination: unknown; data: unknown[] }
-      ? Id
-      : never;
-}[OperationId];
-/** The row of a list operation, and its resource's wire name, as the contract defines them. */
-export type RowOf<Id extends ListOperationId> = JsonAnswerOf<Id> extends { data: (infer Row)[] } ? Row : never;
-export type ResourceNameOf<Id extends ListOperationId> = JsonAnswerOf<Id> extends { resource: infer Name } ? Name : never;
 
 /** The one envelope of every list operation, around its rows. */
 export interface ListEnvelope<Id extends ListOperationId> {
@@ -62,18 +38,16 @@ type NotTheSameShape = {
 const everyListHasTheSameShape: [NotTheSameShape] extends [never] ? true : NotTheSameShape = true;
 void everyListHasTheSameShape;
 
+/** The handler of a list operation: every one takes the one query string (checked above) and sends its answer itself. */
+export type ListHandler = (request: FastifyRequest<{ Querystring: ListQuery }>, reply: FastifyReply) => Promise<FastifyReply>;
+
 /**
  * The one handler of every list resource: resolves the learner and programme filters, then answers
  * the JSON envelope (a page, with the cap behind `meta.truncated`) or streams the CSV or xlsx
- * export. The definition's rows and name are those the operation's contract gives.
+ * export. The definition's rows and name are those its operation's contract gives (checked in its file).
  */
-export function createListHandler<Id extends ListOperationId>(
-  _operationId: Id,
-  definition: ResourceDefinition<RowOf<Id> & Record<string, unknown>, ResourceNameOf<Id> & string>,
-  context: HandlerContext,
-): OperationHandler<Id> {
-  const resource = definition as unknown as ResourceDefinition;
-  const handler = async (request: FastifyRequest<{ Querystring: ListQuery }>, reply: FastifyReply) => {
+export function createListHandler(resource: ListResource, context: HandlerContext): ListHandler {
+  return async (request, reply) => {
     const query = request.query;
     const { db, config } = context;
     const year = requestedYear(query);
@@ -82,7 +56,7 @@ export function createListHandler<Id extends ListOperationId>(
     const programmeId = await resolveProgramme(context, request, programmeSlug);
     const updatedSince = resource.filtersByUpdatedSince ? (query.updated_since ?? null) : null;
     const filter = { orgId: request.caller.orgId, year, updatedSince, membershipId: learner?.membershipId ?? null, programmeId };
-    // One learner's rows are never capped: the cap bounds organisation-wide aggregation only.
+    // One learner's rows are never capped: the cap bounds organisation-wide aggregation only (docs/decisions.md#aggregation-cap).
     const cap = learner ? null : config.aggregationCap;
 
     // Files hold every row up to the cap, in the order of the pages, from PostgreSQL's COPY (started
@@ -103,24 +77,17 @@ export function createListHandler<Id extends ListOperationId>(
       countResourceRows(db, resource, filter, cap),
       copyResourcePage(db, resource, filter, limit, offset, cap),
     ]);
-    const meta = buildMeta(request, { year, truncated: counted.truncated, updatedSince, learner, programme: programmeSlug });
-    const hasMoreAfter = (count: number) => offset + count < counted.total;
-    const rows = jsonRowsFromCopy(
-      resource,
-      page?.bytes ?? null,
-      envelopeAround(
-        (count): Omit<ListEnvelope<Id>, 'data'> => ({
-          resource: definition.name,
-          meta,
-          pagination: { limit, offset, count, total: counted.total, has_more: hasMoreAfter(count) },
-        }),
-      ),
-    );
-    if (hasMoreAfter(rows.count)) reply.header('Link', nextPageLink(request, offset + rows.count));
-    // The ETag stands on the rows' bytes as read, hashed as they arrived (db/connection.ts).
-    reply.header('ETag', pageEtag(rows.around.before + rows.around.after, page?.sha256 ?? noRowsDigest));
-    return reply.type(jsonContentType).send(rows.json);
+    // No page past the cap: no rows.
+    const rows = page === null ? noRows(resource.columns.length) : rowsOfCopy(page, resource.columns.length);
+    const hasMore = offset + rows.rows < counted.total;
+    const envelope: Omit<ListEnvelope<ListOperationId>, 'data'> = {
+      resource: resource.name,
+      meta: buildMeta(request, { year, truncated: counted.truncated, updatedSince, learner, programme: programmeSlug }),
+      pagination: { limit, offset, count: rows.rows, total: counted.total, has_more: hasMore },
+    };
+    if (hasMore) reply.header('Link', nextPageLink(request, offset + rows.rows));
+    // The envelope as JSON.stringify writes it, its rows last, written from PostgreSQL's bytes.
+    const head = JSON.stringify(envelope);
+    return reply.type(jsonContentType).send(jsonRows(resource, rows, `${head.slice(0, -1)},"data":`, '}'));
   };
-  // Generic code cannot see through QueryOf<Id> and JsonAnswerOf<Id>; the check above proves both for each list.
-  return handler as unknown as OperationHandler<Id>;
 }

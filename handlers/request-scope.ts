@@ -2,10 +2,10 @@ import type { FastifyRequest } from 'fastify';
 import { findLearner, type LearnerIdentity } from '../db/learners';
 import { currentParisYear, formatParisDateTime } from '../db/paris-time';
 import { findProgrammeId } from '../db/programmes';
-import { ApiError } from '../src/errors';
+import { ApiError } from '../src/http/errors';
 import type { HandlerContext, ListQuery, Meta } from './context';
 
-/** The learner named by `email` / `user_id`, or null for the organisation; 404 when unknown here. */
+/** The learner named by `email` / `user_id`, or null for the organisation; 404 when unknown here (docs/decisions.md#errors). */
 export async function resolveLearner(context: HandlerContext, request: FastifyRequest, query: ListQuery): Promise<LearnerIdentity | null> {
   if (!query.email && !query.user_id) return null;
   const learner = await findLearner(context.db, request.caller.orgId, { email: query.email, userId: query.user_id });

@@ -1,7 +1,7 @@
 // The server as `npm start` runs it: src/server.ts and its render worker, each bundled with
 // esbuild into one JavaScript file of dist/ (packages stay in node_modules). Plain Node runs them.
 // Running the TypeScript through tsx instead costs every process and worker thread tsx's own
-// loader thread: about 60 MB of resident memory for the server and its render worker on Node 20.
+// loader thread and its memory.
 //
 // It takes well under a second, so `npm start` builds every time and dist/ is never stale. Several
 // processes may build at once (the test suite's servers, a `make run`): each file is written beside

@@ -1,15 +1,14 @@
 import { deleteIdleBuckets } from '../db/api-keys';
 import type { DB } from '../db/connection';
-import { warmUpConnections } from '../db/warm-up';
 import type { Config } from './config';
 import { openDatabase } from './database';
-import { type DemoKeys, seedDemoOnFirstStart } from './demo';
-import { countWebhookAttempts, createMetrics, type Metrics } from './metrics';
+import { countWebhookAttempts, createMetrics, type Metrics } from './http/metrics';
+import { type DemoKeys, seedDemoOnFirstStart } from './local/demo';
 import type { RenderPool } from './pdf/render-pool';
 import type { StartPhases } from './start-phases';
 import { startWebhookDelivery } from './webhooks/worker';
 
-/** What the HTTP application uses (src/app.ts), passed in so that nothing of it is module-global. */
+/** What the HTTP application uses (src/http/app.ts), passed in so that nothing of it is module-global. */
 export interface AppContext {
   readonly config: Config;
   readonly db: DB;
@@ -34,11 +33,10 @@ interface Logger {
 }
 
 /**
- * The connections opened and warmed up as the server starts, and kept open when idle: enough for a
- * client's requests one after another, each with its key's count beside it (a page also counts
- * its rows beside them). More open as the load asks, and close after 10 s idle.
+ * Connections kept open when idle: enough for a client's requests one after another (a page's
+ * count beside its key's statement). More open as the load asks, and close after 10 s idle.
  */
-export const warmDatabaseConnections = 4;
+export const keptDatabaseConnections = 4;
 
 /**
  * Everything a server holds for its life, opened here in the order it depends on and closed in
@@ -57,7 +55,7 @@ export async function openServerContext(
   let closing = false;
   const database = await openDatabase(config, {
     poolSize: 20,
-    keptConnections: warmDatabaseConnections,
+    keptConnections: keptDatabaseConnections,
     serving: true,
     startPhases,
     // While stopping, the database closing our connections is expected (Ctrl-C reaches both).
@@ -65,13 +63,6 @@ export async function openServerContext(
       if (!closing) log?.warn({ err: { message: error.message } }, 'connexion inactive à la base perdue : elle sera rouverte');
     },
   });
-  await startPhases.track(
-    'le préchauffage des connexions à la base',
-    warmUpConnections(database.db, warmDatabaseConnections, {
-      limit: config.rateLimitPerMinute,
-      windowSeconds: config.rateLimitWindowSeconds,
-    }),
-  );
   const demo = await startPhases.track('la création de l’organisation de démonstration', seedDemoOnFirstStart(database.db, config));
   const metrics = createMetrics(database.db);
   const forwardingLog: Logger = {

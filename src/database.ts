@@ -4,7 +4,7 @@ import { createDb, type DB } from '../db/connection';
 import { migrateToLatest } from '../db/migrate';
 import type { Config } from './config';
 import { isDatabaseUnavailable } from './database-faults';
-import { serverUrlFor, startEmbeddedPostgres } from './embedded-postgres';
+import { serverUrlFor, startEmbeddedPostgres } from './local/embedded-postgres';
 import type { StartPhases } from './start-phases';
 
 /** The database the server and the operator commands use, in the embedded cluster. */

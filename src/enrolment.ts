@@ -11,12 +11,13 @@ import {
   type Member,
 } from '../db/enrolment';
 import { canonicalEmail } from '../db/learners';
-import { ApiError } from './errors';
+import { ApiError } from './http/errors';
 
 /*
  * Enrolment (POST /users): the rules the schema leaves to the server, then the transaction of
  * db/enrolment.ts, then each outcome as the contract answers it. One learner is enrolled or refused
- * with an error; a batch answers each row, unless it is atomic: then any row error refuses it whole.
+ * with an error; a batch answers each row, unless it is atomic: then any row error refuses it whole
+ * (docs/decisions.md#enrolment).
  */
 
 type EnrolmentRequest = components['schemas']['EnrolmentRequest'];

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import type { ListOperation } from '../db/resource-registry';
 
 export const openapiPath = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'openapi.yaml');
 
@@ -18,6 +19,29 @@ export function loadOpenapiDocument(): Record<string, any> {
  */
 export function answeredPaths(document: Record<string, any>): Record<string, Record<string, any>> {
   return { ...document.paths, ...document['x-unlisted-paths'] };
+}
+
+/**
+ * The list operations of the document, in the order of its paths: every GET of `paths` whose JSON
+ * answer is a page of rows (`pagination` and `data`), with its path's segment, the resource's name.
+ * Each is answered by its definition in db/resources/ (db/resource-registry.ts).
+ */
+export function listOperations(document: Record<string, any>): ListOperation[] {
+  return Object.entries<Record<string, any>>(document.paths ?? {}).flatMap(([route, item]) => {
+    const schema = item.get?.responses?.['200']?.content?.['application/json']?.schema;
+    const page = schema && resolveReference(document, schema);
+    return page?.properties?.pagination && page.properties.data ? [{ operationId: item.get.operationId, name: route.slice(1) }] : [];
+  });
+}
+
+/** A schema, or the schema its local `$ref` (`#/components/schemas/…`) points to. */
+function resolveReference(document: Record<string, any>, schema: Record<string, any>): Record<string, any> | undefined {
+  if (typeof schema.$ref !== 'string') return schema;
+  const target = schema.$ref
+    .split('/')
+    .slice(1)
+    .reduce((node: any, key: string) => node?.[key], document);
+  return target && resolveReference(document, target);
 }
 
 /** The document as fastify-openapi-glue routes it: every answered path under `paths`. */

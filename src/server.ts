@@ -90,23 +90,6 @@ async function demoLearnerEmail(context: ServerContext): Promise<string | undefi
   return (await findLearner(context.db, context.demo.orgId, {}))?.email;
 }
 
-/**
- * What the start allocated and dropped (modules, the document, migrations, the demo) would stay
- * resident until the heap next fills, which an idle server's never does: a full collection gives it
- * back. Run as soon as the API is built, while the render workers end their warm-up: run after it,
- * the start's peak RSS held this garbage and the workers' together (Node 24: 242-251 MB, against
- * 223-229 now, with the same time to ready). On Node 24 (V8 13) the full collection leaves the old
- * generation's pages part empty (34 MB for 23 live); the last-resort collection that follows
- * compacts them (RSS at ready 224-228 MB against 235-249); Node 20's V8 has no such collection.
- * The first page and report after the start took as long. `gc` exists as `npm start` runs node
- * (--expose-gc); run otherwise (tsx), this does nothing. Not done in the render worker: after a
- * collection, its first report was as slow as a cold one (430 against 300 ms of CPU).
- */
-function collectStartGarbage(): void {
-  globalThis.gc?.();
-  globalThis.gc?.({ type: 'major', flavor: 'last-resort' });
-}
-
 /** `make run` / `npm start`: settings, the render workers' warm-up, the context (database, demo, webhooks), the app, listen once warm, stop on a signal. */
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -131,14 +114,13 @@ async function main(): Promise<void> {
   renderPoolWarmedUp.catch(() => undefined);
   const [{ openServerContext }, { apiPrefix, buildApp }] = await startPhases.track(
     'le chargement du serveur',
-    Promise.all([import('./context'), import('./app')]),
+    Promise.all([import('./context'), import('./http/app')]),
   );
   const context = await openServerContext(config, renderPool, startPhases, renderPoolWarmedUp);
   let app: FastifyInstance;
   let renderPoolWarmUp: RenderPoolWarmUp;
   try {
     app = await startPhases.track('la construction de l’API', buildApp(context, { docsLearnerEmail: await demoLearnerEmail(context) }));
-    collectStartGarbage();
     renderPoolWarmUp = await renderPoolWarmedUp;
   } catch (error) {
     await context.close(1_000);

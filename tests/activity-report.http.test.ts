@@ -7,7 +7,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { components } from '../codegen/openapi';
 import { currentParisYear } from '../db/paris-time';
-import { seedOrganisation } from '../src/seed/generate';
+import { seedOrganisation } from '../src/local/seed/generate';
 import { extractPdfText, type PdfText } from './activity-report.pdf-text';
 import { bearer, buildTestApp } from './support/app';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';

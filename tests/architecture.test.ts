@@ -6,7 +6,7 @@ import { projectRoot } from './support/server-process';
 
 // Imports point one way: codegen <- db <- src <- handlers / scripts <- tests. A folder may import
 // from its own layer and the layers below; handlers and scripts are peers that do not import one
-// another; src/app.ts alone assembles the handlers. examples/ are what an integrator copies: they
+// another; src/http/app.ts alone assembles the handlers. examples/ are what an integrator copies: they
 // may use the generated types and the verifier of src/, nothing of the server's inside.
 
 const layers: Record<string, number> = { codegen: 0, db: 1, src: 2, handlers: 3, scripts: 3, examples: 3, tests: 4 };
@@ -32,7 +32,7 @@ const topFolder = (relative: string) => relative.split(path.sep)[0]!;
 function breaksTheRule(from: string, target: string): boolean {
   const [fromFolder, toFolder] = [topFolder(from), topFolder(target)];
   if (!(fromFolder in layers) || !(toFolder in layers)) return false;
-  if (toFolder === 'handlers' && fromFolder !== 'handlers') return from !== path.join('src', 'app.ts') && fromFolder !== 'tests';
+  if (toFolder === 'handlers' && fromFolder !== 'handlers') return from !== path.join('src', 'http', 'app.ts') && fromFolder !== 'tests';
   if (fromFolder === 'examples' && toFolder === 'src') return !target.startsWith(path.join('src', 'webhooks', 'verify'));
   const [fromLayer, toLayer] = [layers[fromFolder]!, layers[toFolder]!];
   return toLayer > fromLayer || (toLayer === fromLayer && fromFolder !== toFolder);
@@ -57,10 +57,10 @@ describe('the architecture', () => {
   it.each([
     ['db/connection.ts', 'src/config', true],
     ['db/webhooks.ts', 'codegen/openapi', false],
-    ['src/auth.ts', 'db/api-keys', false],
-    ['src/demo.ts', 'scripts/commands/seed', true],
+    ['src/http/auth.ts', 'db/api-keys', false],
+    ['src/local/demo.ts', 'scripts/commands/seed', true],
     ['src/server.ts', 'handlers/index', true],
-    ['src/app.ts', 'handlers/index', false],
+    ['src/http/app.ts', 'handlers/index', false],
     ['handlers/index.ts', 'scripts/command', true],
     ['scripts/admin.ts', 'tests/support/app', true],
     ['tests/bench/support.ts', 'tests/support/ports', false],

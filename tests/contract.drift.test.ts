@@ -6,7 +6,7 @@ import { projectRoot } from './support/server-process';
 
 /**
  * The drift check: every field of every resource table of the spec is in openapi.yaml with the same
- * name, order and type, and openapi.yaml names nothing the spec and DECISIONS do not.
+ * name, order and type, and openapi.yaml names nothing the spec and docs/decisions.md do not.
  */
 const specCopy = path.join(projectRoot, 'spec', 'partner-api.md');
 const sharedSpec = path.join(projectRoot, '..', 'shared', 'spec', 'partner-api.md');
@@ -108,7 +108,7 @@ describe('openapi.yaml against the spec', () => {
     }
   });
 
-  it('names in the envelopes, enrolment records and errors only what the spec and DECISIONS name', () => {
+  it('names in the envelopes, enrolment records and errors only what the spec and docs/decisions.md name', () => {
     const schemas = document.components.schemas;
     const names = (schema: any) => Object.keys(deref(schema).properties ?? {});
     expect(names(schemas.Meta)).toEqual(['org_name', 'year', 'generated_at', 'truncated', 'updated_since', 'learner', 'programme']);

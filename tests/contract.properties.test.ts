@@ -40,11 +40,10 @@ import { contractDocument, deref, responseErrors, schemaViolations } from './sup
  * Answers that break a rule are gathered, grouped by rule, and reported together at the end (with
  * the request that shows each), so one run names every defect class at once.
  *
- * Server defects it found (issue 14; src/ is fixed elsewhere, the test keeps asserting the
- * contract): integer query values in other notations (`offset=0x10`, `+16`, `1.6e+1`, `16.0`,
- * ` 16`, `year=2.016e+3`) coerced and answered 200, and `If-None-Match` beyond its 1000
- * characters answered 200 (both fixed in e93b7e8); method `QUERY` without a body answered 400
- * instead of 405 (open when written: see `methodNotAllowed` in the support file).
+ * Defect classes it keeps out: integer query values in other notations (`offset=0x10`, `+16`,
+ * `1.6e+1`, `16.0`, ` 16`, `year=2.016e+3`) coerced and answered 200, `If-None-Match` beyond its
+ * 1000 characters answered 200, and method `QUERY` without a body answered 400 instead of 405
+ * (see `methodNotAllowed` in the support file).
  *
  * Reproduce: PROPERTY_SEED and PROPERTY_RUNS (the seed is printed and in the test's name); the
  * data starts the same, so the same seed sends the same requests in the same order.

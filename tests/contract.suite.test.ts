@@ -1,10 +1,10 @@
 import { createServer } from 'node:http';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resourceNames } from '../handlers/get-unknown-resource';
 import { addLicences, createKey } from './support/factories';
 import { seededOrganisation, seededYear } from './support/learning-factories';
 import { useTestApp } from './support/lifecycle';
+import { listResourceNames } from './support/list-resources';
 import { documentedHeaders, responseErrors } from './support/openapi-validator';
 import { type PrismProcess, startPrism } from './support/prism';
 
@@ -39,7 +39,7 @@ interface ContractCase {
   invalidRequest?: boolean;
 }
 
-const listPaths = resourceNames.filter((name) => name !== 'summary').map((name) => `/${name}`);
+const listPaths = listResourceNames.map((name) => `/${name}`);
 /** A learner of the seeded organisation, with activity (the mock's examples name theirs). */
 let learnerEmail = '';
 

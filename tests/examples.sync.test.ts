@@ -2,9 +2,10 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createPartnerClient } from '../examples/client';
-import { syncResource } from '../examples/sync';
+import { listResourcesOf, syncResource } from '../examples/sync';
 import { addLearner, addLicences, createKey, createOrgWithKeys } from './support/factories';
 import { useTestApp } from './support/lifecycle';
+import { listResourceNames } from './support/list-resources';
 import { freePort } from './support/ports';
 import { projectRoot } from './support/server-process';
 
@@ -70,6 +71,30 @@ describe('the integrator kit', () => {
     expect(refused.waits).toEqual(['429']);
     expect(refused.emails).toEqual(['apprenant6@exemple.fr', 'apprenant7@exemple.fr']);
   }, 60_000);
+
+  it('syncs every list resource of the served document, which are the server’s own', async () => {
+    const resources = await listResourcesOf(baseUrl);
+    expect(resources).toEqual(listResourceNames);
+    // A key each: every resource's sync has a budget of its own.
+    const results = await Promise.all(
+      resources.map(async (resource) => {
+        const key = (await createKey(fixture.db, org.orgId, ['read'])).key;
+        const rows: Record<string, unknown>[] = [];
+        const result = await syncResource(createPartnerClient(baseUrl, key), {
+          resource: `/${resource}` as never,
+          since: '2026-03-01',
+          year: 2026,
+          onRows: (page) => {
+            rows.push(...page);
+          },
+        });
+        return { resource, ...result, rows };
+      }),
+    );
+    for (const { resource, pages, waited } of results) expect({ resource, pages, waited }).toEqual({ resource, pages: 1, waited: 0 });
+    expect(results.find((result) => result.resource === 'users')!.rows).toHaveLength(7);
+    expect(results.find((result) => result.resource === 'learners')!.rows).toHaveLength(7);
+  });
 });
 
 /** The command line as the README gives it (`npx tsx examples/sync.ts …`): its exit code, stdout and stderr. */
@@ -93,13 +118,13 @@ describe('the sync command line', () => {
     expect(stderr).toBe('');
     expect(stdout).toMatch(/^Synchronisation incrémentale/);
     for (const option of ['--base', '--key', '--since', '--resource', '--year', '--help']) expect(stdout).toContain(option);
-    expect(stdout).toContain('logins');
+    // The resources are the server's, read from its document when the sync runs.
+    expect(stdout).toContain('GET /openapi.json');
   });
 
   it.each([
     [['--nom', 'x'], /^Erreur : option non reconnue ou incomplète : --nom\.\n/],
     [['--since', '2026-01-01'], /^Erreur : indiquez la clé d’API avec --key\.\n/],
-    [['--key', 'sk_live_x', '--since', '2026-01-01', '--resource', 'cours'], /^Erreur : ressource inconnue : cours\.\n/],
     [['--base', 'localhost:3000', '--key', 'sk_live_x', '--since', '2026-01-01'], /^Erreur : --base attend une adresse http/],
   ])('refuses %j in French with its usage, and exits 2', async (args, message) => {
     const { code, stdout, stderr } = await syncCommand(args);
@@ -108,6 +133,24 @@ describe('the sync command line', () => {
     expect(stderr).toMatch(message);
     expect(stderr).toContain('Usage : npx tsx examples/sync.ts');
     expect(stderr).not.toMatch(/\n\s+at |Error:|node:internal/);
+  });
+
+  it('refuses a resource the served document does not list, naming those it does, and exits 2', async () => {
+    const { code, stdout, stderr } = await syncCommand([
+      '--base',
+      baseUrl,
+      '--key',
+      org.readKey,
+      '--since',
+      '2026-01-01',
+      '--resource',
+      'cours',
+    ]);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    const refusal = `Erreur : ressource inconnue : cours (ressources de l’API : ${listResourceNames.join(', ')}).\n\n`;
+    expect(stderr.startsWith(refusal), stderr).toBe(true);
+    expect(stderr).toContain('Usage : npx tsx examples/sync.ts');
   });
 
   it('a server out of reach (wrong port): one French sentence naming the address, no stack, exit 1', async () => {

@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { attendanceResource, quizAnswersResource, usersResource } from '../db/resources';
+import { attendanceResource } from '../db/resources/attendance';
 import type { ResourceFilter } from '../db/resources/definition';
+import { quizAnswersResource } from '../db/resources/quiz-answers';
+import { usersResource } from '../db/resources/users';
 import { seededOrganisation, seededYear } from './support/learning-factories';
 import { useTestDatabase } from './support/lifecycle';
 

@@ -19,7 +19,7 @@ const byEmail = (rows: Row[]) => {
 
 const sum = (rows: Row[], column: string) => rows.reduce((total, row) => total + (row[column] as number), 0);
 
-/** What the learners row must say, recomputed from the detail resources of the same year (DECISIONS, "The figures agree"). */
+/** What the learners row must say, recomputed from the detail resources of the same year (docs/decisions.md#figures-agree). */
 function expectedFigures(email: string, detail: Record<string, (email: string) => Row[]>) {
   const logins = detail.logins!(email);
   const enrollments = detail.enrollments!(email);
@@ -51,7 +51,7 @@ function expectedFigures(email: string, detail: Record<string, (email: string) =
 /** The detail rows of every year, by resource and year. */
 type Years = Map<number, Record<string, Row[]>>;
 
-/** The detail resources whose rows of year Y are activity on a programme in Y (DECISIONS, "A year is a period"). */
+/** The detail resources whose rows of year Y are activity on a programme in Y (docs/decisions.md#programme-followed). */
 const activityResources = ['progress', 'evaluations', 'quiz-answers', 'attendance', 'documents'] as const;
 
 const enrolmentKey = (row: Row) => `${row.email} ${row.programme_slug}`;
@@ -143,7 +143,7 @@ function expectYearsConsistent(years: Years, enrolledIn: Map<string, number>) {
 const usedLicenceStatuses = ['attribuée', 'activée', 'révoquée'];
 
 /**
- * `summary` against `users` (DECISIONS, "The figures agree"): the learners and their statuses, and
+ * `summary` against `users` (docs/decisions.md#figures-agree): the learners and their statuses, and
  * the licence counts against the `licence_statut` values. Spare `disponible` licences belong to no
  * learner, so no `users` row shows them: `disponibles` is checked as what `total` holds beyond the
  * used ones. Each learner's own summary counts the licences they hold, which shows that the one
@@ -234,10 +234,10 @@ describe('the figures agree', () => {
     );
   }, 600_000);
 
-  // The decision written into openapi.yaml (GET /enrollments): a tutoring session of the programme
-  // is activity on it even when the learner was absent, since the attendance sheet of the year lists
-  // it under that programme. The generated data seldom has an enrolment whose only activity in a
-  // year is a missed session, so one is made here.
+  // A tutoring session of the programme is activity on it even when the learner was absent, since
+  // the attendance sheet of the year lists it under that programme (docs/decisions.md#programme-followed).
+  // The generated data seldom has an enrolment whose only activity in a year is a missed session,
+  // so one is made here.
   it('follows a programme in a year whose only activity on it is a tutoring session the learner missed', { timeout: 120_000 }, async () => {
     const learners = 12;
     const org = await seededOrganisation(fixture.db, { name: 'Organisme séance manquée', learners, seed: 13 });

@@ -10,7 +10,7 @@ import { createProgramme, type FixtureLesson } from './support/learning-fixture'
 import { useTestApp } from './support/lifecycle';
 import { expectReportEqualsResources, type FetchAll } from './support/report-reading';
 
-// A year is a period (DECISIONS): the rows of year Y show Y, and the state reached by 31 December
+// A year is a period (docs/decisions.md#year-period): the rows of year Y show Y, and the state reached by 31 December
 // of Y. A learner built through the live write paths straddles New Year in every way: a lesson
 // visit, an AI-lab session, a tutoring session and a login across midnight, an enrolment over three
 // calendar years, a certificate issued in January for a programme followed the year before; another

@@ -101,7 +101,7 @@ describe('API keys', () => {
   });
 });
 
-describe('reads of a known key, answered while they are counted', () => {
+describe('authenticate, then handle', () => {
   // A small budget, so that it runs out within a test.
   const limit = 5;
   let app: FastifyInstance;
@@ -118,40 +118,16 @@ describe('reads of a known key, answered while they are counted', () => {
     address = `10.0.0.${task.suite!.tasks.indexOf(task) + 1}`;
   });
   const read = (key: string, url = '/v1/users?limit=1') => app.inject({ method: 'GET', url, headers: bearer(key), remoteAddress: address });
-  /** Reads answered ahead of their verdict so far, by outcome. */
-  async function answeredAhead() {
-    const { values } = await app.metrics.answeredAhead.get();
-    const of = (outcome: string) => values.find((value) => value.labels.outcome === outcome)?.value ?? 0;
-    return { admitted: of('admitted'), refused: of('refused') };
-  }
-  /** A key of a fresh organisation with two learners (so that a page of one has a next page), already admitted once. */
-  async function knownKey() {
+  /** A key of a fresh organisation with two learners (so that a page of one has a next page), already used once. */
+  async function usedKey() {
     const organisation = await createOrgWithKeys(fixture.db);
     for (const email of ['a@exemple.fr', 'b@exemple.fr']) await addLearner(fixture.db, organisation.orgId, { email });
     const { key, id } = await createKey(fixture.db, organisation.orgId, ['read', 'write']);
     expect((await read(key)).statusCode).toBe(200);
     return { ...organisation, key, keyId: id };
   }
-  /** What is left of an answer replaced by a refusal: its status, body, and every header but the request id. */
-  function refusalOf(response: Awaited<ReturnType<typeof read>>) {
-    const { 'x-request-id': _id, date: _date, connection: _connection, 'content-length': _length, ...headers } = response.headers;
-    return { status: response.statusCode, body: response.json(), headers };
-  }
-  it('sends a prepared page with its budget headers once the request is admitted', async () => {
-    const { key } = await knownKey();
-    const before = await answeredAhead();
-    const response = await read(key);
-    expect(response.statusCode).toBe(200);
-    expect(response.json().data).toHaveLength(1);
-    expect(response.headers['x-ratelimit-remaining']).toBe(String(limit - 2));
-    expect(response.headers.ratelimit).toMatch(new RegExp(`^"par-cle";r=${limit - 2};t=\\d+$`));
-    expect(response.headers.link).toMatch(/offset=1/);
-    expect(await answeredAhead()).toEqual({ ...before, admitted: before.admitted + 1 });
-  });
-
-  it('sends the statements of a read answered ahead before the one that counts it', async () => {
-    const { key } = await knownKey();
-    // Every statement the pool's connections send, in order (the server's client calls pg's own query).
+  /** Every statement the pool's connections send while `action` runs, in order. */
+  async function statementsSentDuring(action: () => Promise<unknown>): Promise<string[]> {
     const sent: string[] = [];
     const query = pg.Client.prototype.query;
     const spy = vi.spyOn(pg.Client.prototype, 'query').mockImplementation(function (this: pg.Client, ...args: unknown[]) {
@@ -160,26 +136,42 @@ describe('reads of a known key, answered while they are counted', () => {
       return (query as (...rest: unknown[]) => unknown).apply(this, args);
     } as typeof query);
     try {
-      expect((await read(key)).statusCode).toBe(200);
+      await action();
     } finally {
       spy.mockRestore();
     }
-    const position = (pattern: RegExp) => sent.findIndex((statement) => pattern.test(statement));
-    const [page, count, verdict] = [position(/^copy \(/), position(/count\(\*\)/), position(/api_key_request/)];
-    expect(
-      [page, count, verdict].every((at) => at >= 0),
-      sent.join('\n'),
-    ).toBe(true);
-    expect(verdict).toBeGreaterThan(Math.max(page, count));
+    return sent;
+  }
+  const isKeyStatement = (statement: string) => statement.includes('from api_keys');
+  /** What is left of a refusal: its status, body, and every header but the request id. */
+  function refusalOf(response: Awaited<ReturnType<typeof read>>) {
+    const { 'x-request-id': _id, date: _date, connection: _connection, 'content-length': _length, ...headers } = response.headers;
+    return { status: response.statusCode, body: response.json(), headers };
+  }
+
+  it('answers an admitted read with its budget headers', async () => {
+    const { key } = await usedKey();
+    const response = await read(key);
+    expect(response.statusCode).toBe(200);
+    expect(response.json().data).toHaveLength(1);
+    expect(response.headers['x-ratelimit-remaining']).toBe(String(limit - 2));
+    expect(response.headers.ratelimit).toMatch(new RegExp(`^"par-cle";r=${limit - 2};t=\\d+$`));
+    expect(response.headers.link).toMatch(/offset=1/);
   });
 
-  it('replaces whatever a read answered ahead (a page, a 400, a 404) with the 401 of a key revoked in between', async () => {
-    const revoked = {
-      status: 401,
-      body: { error: 'Clé API révoquée : créez une nouvelle clé depuis le tableau de bord.' },
-      headers: { 'content-type': 'application/json; charset=utf-8' },
-    };
-    // A page (with a Link), a bad parameter, an unknown learner, an unknown address.
+  it('sends the key and rate-limit statement first, alone, and the page’s statements only after its verdict', async () => {
+    const { key } = await usedKey();
+    let response: Awaited<ReturnType<typeof read>> | undefined;
+    const sent = await statementsSentDuring(async () => {
+      response = await read(key);
+    });
+    expect(response!.statusCode).toBe(200);
+    expect(sent.length, sent.join('\n')).toBeGreaterThan(1);
+    expect(isKeyStatement(sent[0]!), sent.join('\n')).toBe(true);
+    expect(sent.slice(1).some(isKeyStatement), sent.join('\n')).toBe(false);
+  });
+
+  it('runs nothing of the handler for a key revoked since its last request: a page, a 400, a 404, an unknown address', async () => {
     for (const [index, url] of [
       '/v1/users?limit=1',
       '/v1/users?limit=0',
@@ -188,60 +180,33 @@ describe('reads of a known key, answered while they are counted', () => {
     ].entries()) {
       // Each from its own address: the refusals of a revoked key count against the address's budget.
       address = `10.1.${index}.1`;
-      const { key, keyId } = await knownKey();
+      const { key, keyId } = await usedKey();
       await revokeApiKey(fixture.db, keyId);
-      const before = await answeredAhead();
-      expect(refusalOf(await read(key, url)), url).toEqual(revoked);
-      expect(await answeredAhead(), url).toEqual({ ...before, refused: before.refused + 1 });
-      // The key is forgotten: its next read waits for its verdict.
-      expect(refusalOf(await read(key, url)), url).toEqual(revoked);
-      expect(await answeredAhead(), url).toEqual({ ...before, refused: before.refused + 1 });
+      let response: Awaited<ReturnType<typeof read>> | undefined;
+      const sent = await statementsSentDuring(async () => {
+        response = await read(key, url);
+      });
+      expect(refusalOf(response!), url).toEqual({
+        status: 401,
+        body: { error: 'Clé API révoquée : créez une nouvelle clé depuis le tableau de bord.' },
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+      });
+      // The key's statement and the address's count, nothing of the page.
+      expect(sent, url).toHaveLength(2);
+      expect(isKeyStatement(sent[0]!), url).toBe(true);
+      expect(sent[1], url).toMatch(/rate_limit_slots/);
     }
   });
 
-  it('holds the deadline’s 503 too: revoked while the count and the page both outlast the deadline, the answer is the 401', async () => {
-    const slow = await buildTestApp(fixture.db, { requestTimeoutMs: 300 });
-    const locks = [new pg.Client({ connectionString: fixture.url }), new pg.Client({ connectionString: fixture.url })] as const;
-    try {
-      const { key, keyId } = await knownKey();
-      const readSlowly = () => slow.inject({ method: 'GET', url: '/v1/users?limit=1', headers: bearer(key), remoteAddress: address });
-      expect((await readSlowly()).statusCode).toBe(200);
-      await Promise.all(locks.map((client) => client.connect()));
-      const [revoking, holdingRows] = locks;
-      // One transaction revokes the key and keeps its table locked: the count waits for its commit.
-      await revoking.query('begin');
-      await revoking.query('lock table api_keys in access exclusive mode');
-      await revoking.query('update api_keys set revoked_at = now() where id = $1', [keyId]);
-      // Another keeps the page waiting past the deadline.
-      await holdingRows.query('begin');
-      await holdingRows.query('lock table memberships in access exclusive mode');
-      const answer = readSlowly();
-      await new Promise((resolve) => setTimeout(resolve, 600));
-      await holdingRows.query('commit');
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      await revoking.query('commit');
-      const response = await answer;
-      expect(response.statusCode).toBe(401);
-      expect(response.json()).toEqual({ error: 'Clé API révoquée : créez une nouvelle clé depuis le tableau de bord.' });
-    } finally {
-      await Promise.all(locks.map((client) => client.end().catch(() => undefined)));
-      await slow.close();
-    }
-  });
-
-  it('answers each read of a key ahead, one after the other, as long as places are left', async () => {
-    const { key } = await knownKey();
-    const before = await answeredAhead();
-    for (let i = 0; i < limit - 1; i++) expect((await read(key)).statusCode).toBe(200);
-    expect(await answeredAhead()).toEqual({ ...before, admitted: before.admitted + limit - 1 });
-  });
-
-  it('replaces a prepared page with the 429 when other servers spent the budget, and stops preparing once it is spent', async () => {
-    const { key } = await knownKey();
+  it('answers 429 with its headers when other servers spent the budget, and runs nothing of the handler', async () => {
+    const { key } = await usedKey();
     // Another server process counts the rest of the key's budget.
     await findKeyAndCountRequests(fixture.db, hashApiKey(key), limit, limit, 60);
-    const before = await answeredAhead();
-    const refused = refusalOf(await read(key));
+    let response: Awaited<ReturnType<typeof read>> | undefined;
+    const sent = await statementsSentDuring(async () => {
+      response = await read(key);
+    });
+    const refused = refusalOf(response!);
     expect(refused.status).toBe(429);
     expect(refused.body).toEqual({ error: expect.stringMatching(/^Trop de requêtes/), retry_after: expect.any(Number) });
     expect(refused.headers).toEqual({
@@ -252,30 +217,23 @@ describe('reads of a known key, answered while they are counted', () => {
       'ratelimit-policy': `"par-cle";q=${limit};w=60`,
       ratelimit: `"par-cle";r=0;t=${refused.body.retry_after}`,
     });
-    expect(await answeredAhead()).toEqual({ ...before, refused: before.refused + 1 });
-    // The verdict said the budget is spent: the next reads wait for theirs, and nothing is prepared for them.
-    expect((await Promise.all([read(key), read(key), read(key)])).map((response) => response.statusCode)).toEqual([429, 429, 429]);
-    expect(await answeredAhead()).toEqual({ ...before, refused: before.refused + 1 });
+    expect(sent).toHaveLength(1);
+    expect(isKeyStatement(sent[0]!)).toBe(true);
   });
 
-  it('prepares no more reads at once than the places the last verdict left, and keeps the count exact', async () => {
-    const { key } = await knownKey();
-    const before = await answeredAhead();
+  it('admits exactly the places left among reads sent at once', async () => {
+    const { key } = await usedKey();
     const statuses = (await Promise.all(Array.from({ length: 12 }, () => read(key)))).map((response) => response.statusCode);
     expect(statuses.filter((status) => status === 200)).toHaveLength(limit - 1);
     expect(statuses.filter((status) => status === 429)).toHaveLength(12 - (limit - 1));
-    const after = await answeredAhead();
-    expect(after.admitted - before.admitted + after.refused - before.refused).toBe(limit - 1);
   });
 
-  it('never starts an export ahead of its verdict: exports that wait cannot hold every connection', async () => {
-    // Two connections: had the exports' COPY statements taken both before the statements that
-    // count them, no verdict could come, and no export could end.
+  it('serves exports sent at once on a pool of two connections: their counts never wait behind their COPY', async () => {
     const db = createDb(fixture.url, { poolSize: 2 });
     const small = await buildTestApp(db, { rateLimitPerMinute: 1000 });
     let closing = true;
     try {
-      const { key, orgId } = await knownKey();
+      const { key, orgId } = await usedKey();
       // Files far larger than a stream's buffers: a COPY holds its connection until its file is read.
       await sql`
         with new_accounts as (
@@ -286,15 +244,12 @@ describe('reads of a known key, answered while they are counted', () => {
         fixture.db,
       );
       const exportOnce = () => small.inject({ method: 'GET', url: '/v1/users?format=csv', headers: bearer(key) });
-      expect((await exportOnce()).statusCode).toBe(200);
-      const before = await small.metrics.answeredAhead.get();
       const exports = Promise.all(Array.from({ length: 8 }, exportOnce));
       const stuck = new Promise<'stuck'>((resolve) => setTimeout(() => resolve('stuck'), 10_000).unref());
       const answers = await Promise.race([exports, stuck]);
       // Stuck, the pool never closes: leave it, so that the test fails on this line, not on its timeout.
       if (answers === 'stuck') closing = false;
       expect(answers === 'stuck' ? answers : answers.map((response) => response.statusCode)).toEqual(Array(8).fill(200));
-      expect((await small.metrics.answeredAhead.get()).values).toEqual(before.values);
     } finally {
       if (closing) {
         await small.close();
@@ -303,8 +258,8 @@ describe('reads of a known key, answered while they are counted', () => {
     }
   });
 
-  it('never writes ahead of the verdict: a known write key revoked in between enrols nobody', async () => {
-    const { orgId, key, keyId } = await knownKey();
+  it('never writes for a write key revoked since its last request: it enrols nobody', async () => {
+    const { orgId, key, keyId } = await usedKey();
     await addLicences(fixture.db, orgId, 'standard', 2);
     const enrol = (email: string) =>
       app.inject({

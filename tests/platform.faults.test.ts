@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DB } from '../db/connection';
 import { migrateToLatest } from '../db/migrate';
 import { createEndpoint, type EventData, recordEvent } from '../db/webhooks';
-import { type RunningPostgres, serverUrlFor, startEmbeddedPostgres } from '../src/embedded-postgres';
+import { type RunningPostgres, serverUrlFor, startEmbeddedPostgres } from '../src/local/embedded-postgres';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { listenHeartbeatStatement } from '../src/webhooks/worker';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
@@ -176,7 +176,7 @@ describe('a network partition between a running server and PostgreSQL (a proxy t
   const stoppedByTests: ServerProcess[] = [];
   let key: string;
   const poolSize = 20; // src/context.ts
-  // One key each: the requests of one key share one statement in flight (src/request-counter.ts),
+  // One key each: the requests of one key share one statement in flight (src/http/request-counter.ts),
   // so only distinct keys take as many connections as there are requests.
   let keys: string[];
   /** When the partition test let the network through again. */

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countOrganisations } from '../db/organisations';
-import { seedDemoOnFirstStart } from '../src/demo';
+import { seedDemoOnFirstStart } from '../src/local/demo';
 import { testConfig } from './support/app';
 import { createTestDatabase, type TestDatabase } from './support/database';
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DB } from '../db/connection';
 import { createEndpoint, type EventData, recordEvent } from '../db/webhooks';
 import { applicationDatabaseName } from '../src/database';
-import { serverUrlFor, startEmbeddedPostgres } from '../src/embedded-postgres';
+import { serverUrlFor, startEmbeddedPostgres } from '../src/local/embedded-postgres';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { createOrgWithKeys } from './support/factories';
 import { freePort, postgresAnswersOn } from './support/ports';

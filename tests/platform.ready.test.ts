@@ -4,11 +4,6 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findKeyAndCountRequests } from '../db/api-keys';
-import { createDb } from '../db/connection';
-import { warmUpConnections } from '../db/warm-up';
-import { hashApiKey } from '../src/api-keys';
-import { warmDatabaseConnections } from '../src/context';
 import { defaultRenderWorkers } from '../src/pdf/render-pool';
 import { startReportIntervalMs, startReportPrefix } from '../src/start-phases';
 import { addLearner, createOrgWithKeys } from './support/factories';
@@ -53,8 +48,7 @@ describe('readiness waits for the PDF render workers', () => {
   let server: ServerProcess | undefined;
   /** Every /readyz poll made while the server started: when its answer came, and what it was. */
   const polls: { at: number; status: number | 'refused' }[] = [];
-  /** When the process was spawned, and when it said it was ready (this machine's clock is PostgreSQL's). */
-  let spawnedAt: Date;
+  /** When the process said it was ready (this machine's clock is PostgreSQL's). */
   let readyAt: Date;
 
   beforeAll(async () => {
@@ -74,7 +68,6 @@ describe('readiness waits for the PDF render workers', () => {
         await sleep(20);
       }
     })();
-    spawnedAt = new Date();
     server = await startServerProcess(database.url, { PORT: String(port), LOG_LEVEL: 'info' }).finally(() => {
       started = true;
     });
@@ -103,20 +96,6 @@ describe('readiness waits for the PDF render workers', () => {
     }
   });
 
-  // On Node 24 (V8 13) the start's full collection left the old generation's pages a third empty,
-  // which a last-resort collection compacts (src/server.ts); Node 20's V8 has no such collection.
-  it.runIf(Number(process.versions.node.split('.')[0]) >= 22)(
-    'ends its start with the main thread old generation compacted: its pages hold what lives in them',
-    async () => {
-      // Read first, before any request of these tests allocates in it.
-      const metrics = await (await fetch(new URL('/metrics', server!.baseUrl))).text();
-      const oldSpace = (kind: 'total' | 'used') =>
-        Number(new RegExp(`^partner_api_nodejs_heap_space_size_${kind}_bytes\\{space="old"\\} (\\d+)`, 'm').exec(metrics)![1]);
-      expect(oldSpace('used')).toBeGreaterThan(10_000_000);
-      expect(oldSpace('total') - oldSpace('used')).toBeLessThan(3_000_000);
-    },
-  );
-
   it.runIf(process.platform === 'linux')(
     'has its warm workers running when it is ready, and renders the first report with them',
     async () => {
@@ -137,49 +116,21 @@ describe('readiness waits for the PDF render workers', () => {
     },
   );
 
-  it('opens its database connections and runs the statements of a request on them before it is ready, and keeps them open when idle', {
-    timeout: 30_000,
-  }, async () => {
-    // The server's own connections opened during its start (the test's pool opened its before).
-    const openedDuringStart = async () =>
+  it('keeps connections open when they fall idle', { timeout: 30_000 }, async () => {
+    // Those the server opened once ready (this test's own were opened before).
+    const statementConnections = async () =>
       (
-        await sql<{ pid: number; state: string }>`
-          select pid, state from pg_stat_activity
-          where datname = current_database() and application_name = 'partner-api' and backend_start between ${spawnedAt} and ${readyAt}`.execute(
-          database.db,
-        )
-      ).rows;
-    const atReady = await openedDuringStart();
-    expect(atReady.length, JSON.stringify(atReady)).toBeGreaterThanOrEqual(warmDatabaseConnections);
-    // pg-pool closes a connection idle for 10 s, unless it is one of those the pool keeps.
+        await sql<{ n: number }>`
+          select count(*)::int as n from pg_stat_activity
+          where datname = current_database() and application_name = 'partner-api' and backend_start > ${readyAt}`.execute(database.db)
+      ).rows[0]!.n;
+    const read = () => fetch(`${server!.baseUrl}/users`, { headers: { Authorization: `Bearer ${org.readKey}` } });
+    expect((await Promise.all([read(), read(), read()])).map((response) => response.status)).toEqual([200, 200, 200]);
+    const open = await statementConnections();
+    expect(open).toBeGreaterThan(0);
+    // pg-pool closes a connection idle for 10 s, unless the pool holds no more than it keeps.
     await sleep(11_000);
-    const afterIdle = await openedDuringStart();
-    expect(afterIdle.map((backend) => backend.pid)).toEqual(expect.arrayContaining(atReady.map((backend) => backend.pid)));
-  });
-});
-
-describe('the warm-up of database connections', () => {
-  it('opens that many connections at once, runs the statements on each, and reads and writes nothing', async () => {
-    const backends = async () =>
-      (
-        await sql<{ pid: number }>`
-          select pid from pg_stat_activity where datname = current_database() and application_name = 'partner-api'`.execute(database.db)
-      ).rows.map((backend) => backend.pid);
-    const org = await createOrgWithKeys(database.db);
-    const slots = async () => (await sql<{ n: number }>`select count(*)::int as n from rate_limit_slots`.execute(database.db)).rows[0]!.n;
-    const slotsBefore = await slots();
-    const before = await backends();
-    const warmed = createDb(database.url, { poolSize: 10 });
-    try {
-      await warmUpConnections(warmed, 4, { limit: 120, windowSeconds: 60 });
-      const opened = (await backends()).filter((pid) => !before.includes(pid));
-      expect(opened).toHaveLength(4);
-      expect(await slots()).toBe(slotsBefore);
-      // The pool works as before: the key is found and counted.
-      expect(await findKeyAndCountRequests(warmed, hashApiKey(org.readKey), 1, 120, 60)).toMatchObject({ orgId: org.orgId });
-    } finally {
-      await warmed.destroy();
-    }
+    expect(await statementConnections()).toBeGreaterThan(0);
   });
 });
 

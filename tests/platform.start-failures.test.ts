@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres } from '../src/embedded-postgres';
+import { startEmbeddedPostgres } from '../src/local/embedded-postgres';
 import { startReportPrefix } from '../src/start-phases';
 import { freePort, postgresAnswersOn } from './support/ports';
 import { type FinishedProcess, projectRoot, runToExit } from './support/server-process';

@@ -5,21 +5,23 @@ import { Readable } from 'node:stream';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { copyOut, createDb, type DB } from '../db/connection';
+import { createDb, type DB } from '../db/connection';
+import { copyOut, copyOutWhole } from '../db/copy';
 import { findLearner } from '../db/learners';
 import { findProgrammeId } from '../db/programmes';
-import { resources } from '../db/resources';
 import { type ResourceDefinition, type ResourceFilter, typedColumns } from '../db/resources/definition';
 import { copyResourcePage, copyResourceRows } from '../db/resources/list';
 import { textFieldsOf } from '../db/resources/rendering';
-import { csvFromCopy } from '../src/csv';
-import { jsonRowsFromCopy } from '../src/json-rows';
-import { sheetColumns, xlsxFromCopy } from '../src/xlsx';
+import { csvFromCopy } from '../src/formats/csv';
+import { jsonRows } from '../src/formats/json-rows';
+import { rowsOfCopy } from '../src/formats/row-batch';
+import { sheetColumns, xlsxFromCopy } from '../src/formats/xlsx/workbook';
 import { bearer } from './support/app';
 import { seededOrganisation } from './support/learning-factories';
 import { useTestApp, useTestAppOn, useTestDatabase } from './support/lifecycle';
+import { listResource, listResourceNames } from './support/list-resources';
 import { oracleCsv, oracleExportRows } from './support/wire-oracle';
 
 // PostgreSQL writes each field of a CSV export or a JSON page (binary COPY) and the server passes
@@ -101,8 +103,7 @@ beforeAll(async () => {
     where d.org_id = ${org.orgId}`.execute(db);
 }, 180_000);
 
-type Resource = keyof typeof resources;
-const listResources = Object.keys(resources) as Resource[];
+type Resource = string;
 
 /** The filter the server builds for a query string (the learner and programme resolved as the handler does). */
 async function filterOf(definition: ResourceDefinition, query: URLSearchParams): Promise<ResourceFilter> {
@@ -126,7 +127,7 @@ async function get(app: typeof fixture.app, url: string) {
 async function expectSameCsv(resource: Resource, query: string, aggregationCap: number) {
   const app = aggregationCap === cap ? cappedFixture.app : fixture.app;
   const response = await get(app, `/v1/${resource}?format=csv&${query}`);
-  const definition = resources[resource] as unknown as ResourceDefinition;
+  const definition = listResource(resource);
   const filter = await filterOf(definition, new URLSearchParams(query));
   const rows = await oracleExportRows(fixture.db, definition, filter, filter.membershipId ? null : aggregationCap);
   expect(response.rawPayload.equals(oracleCsv(definition.columns, rows)), `${resource}?${query}: CSV bytes differ`).toBe(true);
@@ -142,7 +143,7 @@ const uncapped = 100_000;
 async function expectSameJsonPage(resource: Resource, query: string, aggregationCap: number): Promise<number> {
   const app = aggregationCap === cap ? cappedFixture.app : fixture.app;
   const response = await get(app, `/v1/${resource}?${query}`);
-  const definition = resources[resource] as unknown as ResourceDefinition;
+  const definition = listResource(resource);
   const parameters = new URLSearchParams(query);
   const filter = await filterOf(definition, parameters);
   const limit = Number(parameters.get('limit') ?? 100);
@@ -156,7 +157,7 @@ async function expectSameJsonPage(resource: Resource, query: string, aggregation
   return rows.length;
 }
 
-describe.each(listResources)('%s', (resource) => {
+describe.each(listResourceNames)('%s', (resource) => {
   it('exports CSV byte for byte as before: BOM, header, quoting, formula guard, CRLF, each year', async () => {
     for (const year of [2025, 2026]) expect(await expectSameCsv(resource, `year=${year}`, uncapped)).toBeGreaterThan(0);
   });
@@ -254,14 +255,12 @@ describe('every value of an export', () => {
     const file = await fileBytes(db);
     const rows = await oracleExportRows(db, samples, filter, null);
     expectSameText(file.toString('latin1'), oracleCsv(samples.columns, rows).toString('latin1'));
-    const copy = (await copyResourcePage(db, samples, filter, 2_000_000, 0, null))!.bytes;
-    const page = jsonRowsFromCopy(samples, copy);
-    expect(page.count).toBe(rows.length);
-    expectSameText(page.json.toString('utf8'), JSON.stringify(rows));
-    // Within an envelope that needs the count (a page's), non-ASCII included: the rows' bytes are
-    // written in one buffer sized ahead, grown for the escapes.
-    const enveloped = jsonRowsFromCopy(samples, copy, (count) => ({ before: `{"quantité":${count},"data":`, after: '}' }));
-    expectSameText(enveloped.json.toString('utf8'), JSON.stringify({ quantité: rows.length, data: rows }));
+    const page = rowsOfCopy((await copyResourcePage(db, samples, filter, 2_000_000, 0, null))!, samples.columns.length);
+    expect(page.rows).toBe(rows.length);
+    expectSameText(jsonRows(samples, page, '', '').toString('utf8'), JSON.stringify(rows));
+    // Within an envelope, non-ASCII included: the rows' bytes are written in one buffer sized ahead.
+    const enveloped = jsonRows(samples, page, `{"quantité":${page.rows},"data":`, '}');
+    expectSameText(enveloped.toString('utf8'), JSON.stringify({ quantité: rows.length, data: rows }));
   }
 
   const database = useTestDatabase();
@@ -282,8 +281,8 @@ describe('every value of an export', () => {
     await expectSameBytes(db);
   });
 
-  // The JSON writer reads texts four bytes at a time: a character that needs an escape is found
-  // wherever it falls in a word, and its neighbours (one byte off, or UTF-8 bytes) are not taken for one.
+  // A character that needs an escape is found wherever it falls in a text, and its neighbours (one
+  // byte off, or UTF-8 bytes) are not taken for one.
   it('finds every character that needs an escape wherever it falls in a text, and nothing else', async () => {
     const db = database.db;
     const escaped = ['"', '\\', ...Array.from({ length: 0x1f }, (_, code) => String.fromCharCode(code + 1))];
@@ -300,33 +299,29 @@ describe('every value of an export', () => {
     await expectSameBytes(db);
   });
 
-  it('casts the fields in the query itself when it selects the columns in order, else around it: the same rows either way', async () => {
+  it('casts the fields around the query, picked by name, keeping its order (numbers ordered as numbers)', async () => {
     const db = database.db;
     await sql`create table cast_samples (id int primary key, n int, d numeric(6, 1))`.execute(db);
     await sql`insert into cast_samples values (1, 10, 4.5), (2, 9, 12.0), (3, null, null)`.execute(db);
     const columns = typedColumns<{ n: number | null; d: number | null }>({ n: 'integer', d: 'decimal' });
-    /** The text fields of the table's rows as `selected` in `order`, and whether they were cast around the query. */
+    /** The text fields of the table's rows as `selected` in `order`. */
     const fieldsOf = async (selected: string[], order: string) => {
       const query = (db as DB)
         .selectFrom('cast_samples as c' as never)
         .select(selected as never[])
         .orderBy(order as never);
-      const statement = textFieldsOf(columns, query as never).compile(db);
-      const { rows } = await db.executeQuery<Record<string, string | null>>(statement);
-      return { wrapped: / as "r"$| as r$/.test(statement.sql), rows: rows.map((row) => [row.n, row.d]) };
+      const { rows } = await db.executeQuery<Record<string, string | null>>(textFieldsOf(columns, query as never).compile(db));
+      return rows.map((row) => [row.n, row.d]);
     };
     const byId = [
       ['10', '4.5'],
       ['9', '12'],
       [null, null],
     ];
-    // The columns, in order: cast where they are selected.
-    expect(await fieldsOf(['c.n', 'c.d'], 'c.id')).toEqual({ wrapped: false, rows: byId });
-    // In another order, or with more: picked by name around the query.
-    expect(await fieldsOf(['c.d', 'c.n'], 'c.id')).toEqual({ wrapped: true, rows: byId });
-    expect(await fieldsOf(['c.n', 'c.d', 'c.id'], 'c.id')).toEqual({ wrapped: true, rows: byId });
-    // Ordered by a bare name, which would name the text once cast (10 before 9): around it, in the order of the numbers.
-    expect(await fieldsOf(['c.n', 'c.d'], 'n')).toEqual({ wrapped: true, rows: [byId[1], byId[0], byId[2]] });
+    expect(await fieldsOf(['c.n', 'c.d'], 'c.id')).toEqual(byId);
+    expect(await fieldsOf(['c.d', 'c.n', 'c.id'], 'c.id')).toEqual(byId);
+    // Ordered by the number, not by its text (10 would come before 9).
+    expect(await fieldsOf(['c.n', 'c.d'], 'n')).toEqual([byId[1], byId[0], byId[2]]);
   });
 
   it('writes random texts of the characters that matter as before (property)', async () => {
@@ -345,7 +340,7 @@ describe('every value of an export', () => {
 
   it('writes the same file wherever the COPY bytes are cut, rows across several chunks included', async () => {
     const db = database.db;
-    const copy = (await copyResourcePage(db, samples, filter, 2_000_000, 0, null))!.bytes;
+    const copy = (await copyResourcePage(db, samples, filter, 2_000_000, 0, null))!;
     const cuts = [1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 4096, 65_536];
     const chunks: Buffer[] = [];
     for (let at = 0, turn = 0; at < copy.length; at += cuts[turn % cuts.length]!, turn++) {
@@ -357,7 +352,7 @@ describe('every value of an export', () => {
   });
 });
 
-describe('the dead buffers of an export', () => {
+describe('the garbage of an export', () => {
   const definition = {
     columns: ['texte', 'nombre', 'moment'],
     columnTypes: { texte: 'text', nombre: 'integer', moment: 'dateTime' },
@@ -392,17 +387,14 @@ describe('the dead buffers of an export', () => {
   const oldSpaceUsed = () => v8.getHeapSpaceStatistics().find((space) => space.space_name === 'old_space')!.space_used_size;
 
   /**
-   * Runs an export, read at once as a fast client does, with `gc` as npm start's --expose-gc gives
-   * it (the tests' processes run without). Returns the young-generation collections the code asked
-   * for, the full collections there were, and how much the old generation grew meanwhile.
+   * Runs an export, read at once as a fast client does, after a full collection. Returns the full
+   * collections there were meanwhile, and how much the old generation grew.
    */
   async function exportWithGc(exportFile: (copy: Readable) => Readable) {
-    const collections = { requestedYoung: 0, full: 0 };
+    const collections = { full: 0 };
     const observer = new PerformanceObserver((entries) => {
       for (const entry of entries.getEntries()) {
-        const { kind, flags } = (entry as unknown as { detail: NodeGCPerformanceDetail }).detail;
-        if (kind === constants.NODE_PERFORMANCE_GC_MINOR && (flags & constants.NODE_PERFORMANCE_GC_FLAGS_FORCED) !== 0)
-          collections.requestedYoung++;
+        const { kind } = (entry as unknown as { detail: NodeGCPerformanceDetail }).detail;
         if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) collections.full++;
       }
     });
@@ -431,21 +423,18 @@ describe('the dead buffers of an export', () => {
     ['workbook', (copy: Readable) => xlsxFromCopy('logins', sheetColumns(definition), copy)],
   ] as const;
 
-  // V8 frees dead buffers when it collects its young generation, which an export's few objects
-  // rarely fill: without these collections, dead buffers piled up to 30 MB (src/binary-copy.ts).
-  it.each(formats)('%s: collects the young generation every 2 MB of COPY bytes read', async (_format, exportFile) => {
-    const { requestedYoung } = await exportWithGc(exportFile);
-    expect(requestedYoung).toBeGreaterThanOrEqual(megabytes / 2 - 1);
-    expect(requestedYoung).toBeLessThanOrEqual(megabytes / 2 + 1);
-  });
-
-  // What outlives those collections goes to the old generation, garbage until a full one. The
-  // workbook's row numbers and dates, as strings of String(), did (src/xlsx.ts writeDigits).
+  // What outlives a young-generation collection goes to the old generation, garbage until a full
+  // one: an export must leave a few objects there, not one per row (the workbook's dates, as strings
+  // of String(), did: src/formats/xlsx/cell-values.ts writeDigits). A full collection meanwhile would
+  // have freed them, so the growth tells only without one; V8 starts one when it sees fit, and an
+  // export that met one is run again, up to five times in all.
   it.each(formats)('%s: leaves a few objects to the old generation, not one per row', async (_format, exportFile) => {
-    const { full, oldSpaceGrowthMb } = await exportWithGc(exportFile);
-    // A full collection would have freed what went there: the growth tells only without one.
-    expect(full).toBe(0);
-    expect(oldSpaceGrowthMb).toBeLessThan(2);
+    const measured: { full: number; oldSpaceGrowthMb: number }[] = [];
+    do measured.push(await exportWithGc(exportFile));
+    while (measured.at(-1)!.full > 0 && measured.length < 5);
+    const withoutFullCollection = measured.filter(({ full }) => full === 0);
+    expect(withoutFullCollection, JSON.stringify(measured)).not.toHaveLength(0);
+    expect(withoutFullCollection[0]!.oldSpaceGrowthMb).toBeLessThan(2);
   });
 });
 
@@ -469,6 +458,12 @@ describe('an export stream (COPY)', () => {
     }
   }
 
+  /** The first field of a one-row query, read as a COPY (on a pool of one connection here). */
+  async function copiedText(db: DB, query: RawBuilder<unknown>): Promise<string> {
+    const batch = rowsOfCopy(await copyOutWhole(db, query), 1);
+    return batch.bytes.toString('utf8', batch.starts[0], batch.ends[0]);
+  }
+
   async function copyBackends(db: DB) {
     return (
       await sql<{ n: number; waiting: string | null }>`select count(*)::int as n, max(wait_event) as waiting from pg_stat_activity
@@ -488,9 +483,9 @@ describe('an export stream (COPY)', () => {
       }
       expect(bytes).toBeGreaterThan(20_000 * 200);
       expect(Date.now() - started).toBeGreaterThan(1500);
-      const { rows } = await sql<{ statement_timeout: string }>`show statement_timeout`.execute(db);
-      expect(rows[0]!.statement_timeout).toBe(`${queryTimeoutMs}ms`);
-      await expect(sql`select pg_sleep(1)`.execute(db)).rejects.toThrow(/statement timeout/);
+      // The pool's one connection is limited again for the next statements.
+      expect(await copiedText(db, sql`select current_setting('statement_timeout') as t`)).toBe(`${queryTimeoutMs}ms`);
+      await expect(copyOutWhole(db, sql`select pg_sleep(1)::text as t`)).rejects.toThrow(/statement timeout/);
     });
   });
 
@@ -521,8 +516,8 @@ describe('an export stream (COPY)', () => {
       })();
       await expect(reading).rejects.toThrow(/Query read timeout/);
       expect(Date.now() - started).toBeLessThan(2500);
-      const { rows } = await sql<{ one: number }>`select 1 as one`.execute(db);
-      expect(rows).toEqual([{ one: 1 }]);
+      // The pool's one connection was closed, and a new one serves.
+      expect(await copiedText(db, sql`select 1::text as t`)).toBe('1');
     });
   });
 
@@ -534,8 +529,7 @@ describe('an export stream (COPY)', () => {
         stream.destroy();
         await once(stream, 'close');
         // The pool's one connection serves at once, and no COPY runs on any connection any more.
-        const { rows } = await sql<{ one: number }>`select 1 as one`.execute(db);
-        expect(rows).toEqual([{ one: 1 }]);
+        expect(await copiedText(db, sql`select 1::text as t`)).toBe('1');
         await expect.poll(async () => (await copyBackends(observer)).n, { timeout: 5000 }).toBe(0);
       } finally {
         await observer.destroy();

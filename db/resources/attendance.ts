@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDateTime } from '../render';
-import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { byKeyInOrganisation, scopeCondition, windowByKeys } from './scope';
 
@@ -30,7 +30,8 @@ export function attendanceInScope(db: DB, filter: ResourceFilter) {
     .orderBy('ta.email');
 }
 
-export const attendanceResource: ResourceDefinition<AttendanceRow, 'attendance'> = {
+export const attendanceResource: ListResourceDefinition<'listAttendance'> = {
+  operationId: 'listAttendance',
   name: 'attendance',
   ...typedColumns<AttendanceRow>({
     apprenant: 'text',

@@ -1,4 +1,5 @@
 import type { SelectQueryBuilder } from 'kysely';
+import type { operations } from '../../codegen/openapi';
 import type { DB } from '../connection';
 
 /** What one list request asks of a resource, resolved and scoped to the caller's organisation. */
@@ -16,7 +17,7 @@ export interface ResourceFilter {
 
 /**
  * What a column holds on the wire, so that a workbook gives each cell its type and an export's
- * fields are written right (rendering.ts, src/csv.ts): `text` (`Oui` / `Non` included), `integer`,
+ * fields are written right (rendering.ts, src/formats/csv.ts): `text` (`Oui` / `Non` included), `integer`,
  * `decimal` (`documents.heures`, a numeric), `date` (a Paris `YYYY-MM-DD`) or `dateTime` (a Paris
  * `YYYY-MM-DD HH:MM`). Null is an empty cell whatever the type. A CSV writes numbers as they are;
  * everything else meets its quoting and formula guard.
@@ -29,7 +30,7 @@ export type ColumnTypes<Row> = { readonly [Column in keyof Row & string]-?: Colu
 /**
  * A list resource: its wire name, its columns in the contract's order with their types, and the
  * query of its rows. The shared machinery (db/resources/list.ts, rendering.ts,
- * handlers/list-resource.ts) does the rest: paging, the cap, meta, the CSV and the workbook. Adding a resource is one file of this shape.
+ * handlers/list-resource.ts) does the rest: paging, the cap, meta, the CSV and the workbook.
  */
 export interface ResourceDefinition<Row extends Record<string, unknown> = Record<string, unknown>, Name extends string = string> {
   /** The wire name (`resource` of the envelope). */
@@ -80,3 +81,41 @@ export function typedColumns<Row extends Record<string, unknown>>(
 ): Pick<ResourceDefinition<Row>, 'columns' | 'columnTypes'> {
   return { columns: Object.keys(types) as (keyof Row & string)[], columnTypes: types };
 }
+
+/** The JSON body of an operation's 200 answer, as the generated contract types it (of each, for a union). */
+type JsonPageOf<Id extends keyof operations> = Id extends unknown
+  ? operations[Id]['responses'] extends { 200: { content: { 'application/json': infer Json } } }
+    ? Json
+    : never
+  : never;
+
+/** The list operations of the contract: those whose JSON answer is a page of rows. */
+export type ListOperationId = {
+  [Id in keyof operations]: [JsonPageOf<Id>] extends [never]
+    ? never
+    : JsonPageOf<Id> extends { pagination: unknown; data: unknown[] }
+      ? Id
+      : never;
+}[keyof operations];
+/** The row of a list operation, and its resource's wire name, as the contract defines them. */
+export type RowOf<Id extends ListOperationId> = JsonPageOf<Id> extends { data: (infer Row)[] } ? Row : never;
+export type ResourceNameOf<Id extends ListOperationId> = JsonPageOf<Id> extends { resource: infer Name } ? Name : never;
+
+/**
+ * The definition of one list operation of openapi.yaml, in `db/resources/<name>.ts` where `<name>` is
+ * the operation's path: its rows and wire name are the ones the generated contract gives the
+ * operation, so a definition that does not follow its operation fails the build. Adding a resource
+ * is one file of this shape and its operation in openapi.yaml (db/resource-registry.ts finds the file).
+ */
+export type ListResourceDefinition<Id extends ListOperationId> = ResourceDefinition<
+  RowOf<Id> & Record<string, unknown>,
+  ResourceNameOf<Id> & string
+> & {
+  /** The operation of openapi.yaml this resource answers. */
+  readonly operationId: Id;
+};
+
+/** Any list resource, as db/resource-registry.ts loads it: its own file has checked it against its operation. */
+export type ListResource = ResourceDefinition<Record<string, unknown>, ResourceNameOf<ListOperationId> & string> & {
+  readonly operationId: ListOperationId;
+};

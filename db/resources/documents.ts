@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
-import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { byKeyInOrganisation, scopeCondition, windowByKeys } from './scope';
 
@@ -24,7 +24,8 @@ export function documentsInScope(db: DB, filter: ResourceFilter) {
     .orderBy('d.id');
 }
 
-export const documentsResource: ResourceDefinition<DocumentRow, 'documents'> = {
+export const documentsResource: ListResourceDefinition<'listDocuments'> = {
+  operationId: 'listDocuments',
   name: 'documents',
   ...typedColumns<DocumentRow>({
     apprenant: 'text',

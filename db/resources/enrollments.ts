@@ -2,7 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDate, parisDateTime } from '../render';
-import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { yearSliceFilter, yearStart } from './natural-date';
 import { byKeyInOrganisation, scopeCondition, windowByKeys } from './scope';
 
@@ -13,6 +13,7 @@ export type EnrollmentRow = components['schemas']['EnrollmentRow'];
  * `enrollments` of year Y: one row per enrolment active in Y (enrolled in Y, or with lesson time,
  * a quiz attempt, a tutoring session or a document of the programme in Y), as it stood at the end
  * of Y (now, for the current year). The year slices are kept in enrolment_years (alias `ey`).
+ * The rules: docs/decisions.md#year-period and #programme-followed.
  */
 
 /** The lessons of each programme of the organisation (alias `lc`: `programme_id`, `lessons`), counted once per statement. */
@@ -45,7 +46,8 @@ export function enrolmentsInScope(db: DB, filter: ResourceFilter) {
     .orderBy('ey.enrolment_id');
 }
 
-export const enrollmentsResource: ResourceDefinition<EnrollmentRow, 'enrollments'> = {
+export const enrollmentsResource: ListResourceDefinition<'listEnrollments'> = {
+  operationId: 'listEnrollments',
   name: 'enrollments',
   ...typedColumns<EnrollmentRow>({
     apprenant: 'text',

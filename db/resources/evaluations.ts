@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, wireDate } from '../render';
-import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalDayFilter } from './natural-date';
 import { scopeCondition, windowByKeys, withLessonContext } from './scope';
 
@@ -28,7 +28,8 @@ export function attemptsInScope(db: DB, filter: ResourceFilter) {
     .orderBy('qa.id');
 }
 
-export const evaluationsResource: ResourceDefinition<EvaluationRow, 'evaluations'> = {
+export const evaluationsResource: ListResourceDefinition<'listEvaluations'> = {
+  operationId: 'listEvaluations',
   name: 'evaluations',
   ...typedColumns<EvaluationRow>({
     apprenant: 'text',

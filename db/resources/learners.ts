@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
-import { type ResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
 import { yearStart } from './natural-date';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
@@ -10,8 +10,9 @@ export type LearnerRow = components['schemas']['LearnerRow'];
 
 /**
  * The learners a request covers, in their order (email): the members of the organisation by the
- * end of the year (invited or joined by then), so that a past year keeps the learners it had. One
- * index holds them in that order, with what the rows show of them (memberships_org_email_idx).
+ * end of the year (invited or joined by then), so that a past year keeps the learners it had
+ * (docs/decisions.md#year-period). One index holds them in that order, with what the rows show of
+ * them (memberships_org_email_idx).
  */
 function membersInScope(db: DB, filter: ResourceFilter) {
   let query = db
@@ -60,9 +61,10 @@ function learnerRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
 
 /**
  * One row per learner with the year's aggregates, each that of the rows the detail resource returns
- * for that learner and year ("the figures agree", tests/learning.figures.test.ts).
+ * for that learner and year (docs/decisions.md#figures-agree, tests/learning.figures.test.ts).
  */
-export const learnersResource: ResourceDefinition<LearnerRow, 'learners'> = {
+export const learnersResource: ListResourceDefinition<'listLearners'> = {
+  operationId: 'listLearners',
   name: 'learners',
   ...typedColumns<LearnerRow>({
     nom: 'text',

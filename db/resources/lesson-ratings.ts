@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
-import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { scopeCondition, windowByKeys, withLessonContext } from './scope';
 
@@ -24,7 +24,8 @@ export function lessonRatingsInScope(db: DB, filter: ResourceFilter) {
     .orderBy('lr.id');
 }
 
-export const lessonRatingsResource: ResourceDefinition<LessonRatingRow, 'lesson-ratings'> = {
+export const lessonRatingsResource: ListResourceDefinition<'listLessonRatings'> = {
+  operationId: 'listLessonRatings',
   name: 'lesson-ratings',
   ...typedColumns<LessonRatingRow>({
     apprenant: 'text',

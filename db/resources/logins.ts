@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDateTime } from '../render';
-import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { byKeyInOrganisation, scopeCondition, windowByKeys } from './scope';
 
@@ -29,7 +29,8 @@ const durationMinutes = sql<
   number | null
 >`(extract(epoch from date_trunc('minute', lg.ended_at) - date_trunc('minute', lg.started_at)) / 60)::int`;
 
-export const loginsResource: ResourceDefinition<LoginRow, 'logins'> = {
+export const loginsResource: ListResourceDefinition<'listLogins'> = {
+  operationId: 'listLogins',
   name: 'logins',
   ...typedColumns<LoginRow>({
     apprenant: 'text',

@@ -10,7 +10,7 @@ export function yearStart(year: number): RawBuilder<Date> {
 }
 
 /**
- * `year` and `updated_since` on a timestamptz natural date, written as ranges over the stored
+ * `year` and `updated_since` (docs/decisions.md#natural-date) on a timestamptz natural date, written as ranges over the stored
  * timestamp so that an index on it serves them.
  */
 export function naturalTimestampFilter(timestamp: Timestamp, filter: ResourceFilter): RawBuilder<boolean> {

@@ -2,7 +2,7 @@ import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDate } from '../render';
-import { type ResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
 import { lessonsPerProgramme, progressPercent } from './enrollments';
 import { yearSliceFilter, yearStart } from './natural-date';
 import { byKeyInOrganisation, scopeCondition } from './scope';
@@ -16,7 +16,8 @@ export type ProgressRow = components['schemas']['ProgressRow'];
  * and how far the programme had progressed by the end of Y. The order is programme slug, module,
  * lesson, email, which no index holds: the rows are counted per lesson instead (from the counts kept
  * per day and month, or one learner's own rows), which places each lesson's block in the order; a
- * page then builds only the blocks it overlaps and sorts them by email.
+ * page then builds only the blocks it overlaps and sorts them by email. The rules:
+ * docs/decisions.md#year-period; the order: #natural-date.
  */
 
 const yearRowScope = (filter: ResourceFilter) =>
@@ -185,7 +186,8 @@ function progressWindow(db: DB, filter: ResourceFilter, window: RowWindow) {
     .orderBy('lpy.email');
 }
 
-export const progressResource: ResourceDefinition<ProgressRow, 'progress'> = {
+export const progressResource: ListResourceDefinition<'listProgress'> = {
+  operationId: 'listProgress',
   name: 'progress',
   ...typedColumns<ProgressRow>({
     apprenant: 'text',

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDateTime, wireDate } from '../render';
-import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalDayFilter } from './natural-date';
 import { byKeyInOrganisation, scopeCondition, windowByKeys, withLessonContext } from './scope';
 
@@ -32,7 +32,8 @@ export function answersInScope(db: DB, filter: ResourceFilter) {
     .orderBy('ans.id');
 }
 
-export const quizAnswersResource: ResourceDefinition<QuizAnswerRow, 'quiz-answers'> = {
+export const quizAnswersResource: ListResourceDefinition<'listQuizAnswers'> = {
+  operationId: 'listQuizAnswers',
   name: 'quiz-answers',
   ...typedColumns<QuizAnswerRow>({
     apprenant: 'text',

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
-import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { byKeyInOrganisation, scopeCondition, windowByKeys } from './scope';
 
@@ -24,7 +24,8 @@ export function surveysInScope(db: DB, filter: ResourceFilter) {
     .orderBy('s.id');
 }
 
-export const satisfactionResource: ResourceDefinition<SatisfactionRow, 'satisfaction'> = {
+export const satisfactionResource: ListResourceDefinition<'listSatisfaction'> = {
+  operationId: 'listSatisfaction',
   name: 'satisfaction',
   ...typedColumns<SatisfactionRow>({
     apprenant: 'text',

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { parisDate } from '../render';
-import { type ResourceDefinition, type ResourceFilter, typedColumns } from './definition';
+import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
 import { byKeyInOrganisation, scopeCondition, windowByKeys } from './scope';
 
@@ -35,7 +35,8 @@ export function tutoringRatingsInScope(db: DB, filter: ResourceFilter) {
   return query.orderBy('tr.submitted_at').orderBy('tr.id');
 }
 
-export const tutoringRatingsResource: ResourceDefinition<TutoringRatingRow, 'tutoring-ratings'> = {
+export const tutoringRatingsResource: ListResourceDefinition<'listTutoringRatings'> = {
+  operationId: 'listTutoringRatings',
   name: 'tutoring-ratings',
   ...typedColumns<TutoringRatingRow>({
     apprenant: 'text',

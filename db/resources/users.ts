@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import { parisDate, parisDay } from '../render';
-import { type ResourceDefinition, typedColumns } from './definition';
+import { type ListResourceDefinition, typedColumns } from './definition';
 import { windowByKeys } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
@@ -10,7 +10,8 @@ export type UserRow = components['schemas']['UserRow'];
 /** The enrolment date of a membership: joined, else invited. Indexed as is (memberships_org_listing_idx). */
 export const membershipDate = sql<Date>`coalesce(m.joined_at, m.invited_at)`;
 
-export const usersResource: ResourceDefinition<UserRow, 'users'> = {
+export const usersResource: ListResourceDefinition<'listUsers'> = {
+  operationId: 'listUsers',
   name: 'users',
   ...typedColumns<UserRow>({
     nom: 'text',

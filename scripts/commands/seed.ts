@@ -1,4 +1,4 @@
-import { SeedRefused, seedOrganisation } from '../../src/seed/generate';
+import { SeedRefused, seedOrganisation } from '../../src/local/seed/generate';
 import { type AdminCommand, positiveInteger, requiredUuid, requireOrganisation, UsageError } from '../command';
 import { count, table } from '../output';
 import { ProgressBar } from '../progress-bar';

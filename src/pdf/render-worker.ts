@@ -39,13 +39,9 @@ function lowerPriority(): void {
 }
 
 /**
- * How many times a worker renders the warm-up report before its first job. One render loads pdfmake
- * and the fonts, but the first real report still costs about three warm ones: the JIT needs several
- * passes, whatever the document. After six, V8 was still optimizing pdfkit's and fontkit's functions
- * through the first real reports (some 110 optimizations in the first two), which cost 240-260 ms
- * of CPU against 170-230 warm (the bench's heaviest learner); after twelve, the first costs 180 ms,
- * a warm one's. The worker's CPU for them is spent while the server starts, alongside its other
- * steps: the start measured 2.4 s with six and with twelve.
+ * How many times a worker renders the warm-up report before its first job: one loads pdfmake and
+ * the fonts, and V8 optimizes pdfkit's and fontkit's functions over several more, so that the first
+ * real report costs a warm one's time (docs/performance.md, « The render workers' warm-up »).
  */
 const warmUpRenders = 12;
 

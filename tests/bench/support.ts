@@ -4,7 +4,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { createDb, type DB } from '../../db/connection';
 import { migrateToLatest } from '../../db/migrate';
-import { startEmbeddedPostgres } from '../../src/embedded-postgres';
+import { startEmbeddedPostgres } from '../../src/local/embedded-postgres';
 import { freePort } from '../support/ports';
 import { type PostgresServer, startPostgresServer } from '../support/postgres-server';
 

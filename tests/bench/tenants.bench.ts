@@ -6,16 +6,16 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { createDb, type DB } from '../../db/connection';
 import { migrateToLatest, migrations } from '../../db/migrate';
-import { learnersResource, resources } from '../../db/resources';
-import { seedOrganisation } from '../../src/seed/generate';
+import { learnersResource } from '../../db/resources/learners';
+import { seedOrganisation } from '../../src/local/seed/generate';
 import { createKey } from '../support/factories';
+import { listResourceNames } from '../support/list-resources';
 import { projectRoot } from '../support/server-process';
 import { benchPostgresServer, percentile, report, startServerProcess } from './support';
 
 /**
- * Issue 34: a request costs what its organisation holds, not what the platform holds. One
- * organisation of 10,000 generated learners alone in its database, and the same organisation (same
- * id, same seed, the very same rows) beside 7 others of the same size in another database; one
+ * A request costs what its organisation holds, not what the platform holds. One organisation of
+ * 10,000 generated learners alone in its database, and the same organisation (same id, same seed, the very same rows) beside 7 others of the same size in another database; one
  * server on each, requests sent to each in turn, so that a busy moment of the shared machine falls
  * on both sides. Every list resource's first and deep 1,000-row pages, its count (a one-row page),
  * its CSV and xlsx exports, the summary and one learner's activity report: p50 beside the others
@@ -55,7 +55,7 @@ const others = Array.from({ length: otherOrganisations }, (_, i) => ({
 function seedFingerprint(): string {
   const hash = createHash('sha256');
   hash.update(JSON.stringify({ migrations: Object.keys(migrations), learners, year, seededNow, measured, others }));
-  for (const folder of [path.join(projectRoot, 'db', 'migrations'), path.join(projectRoot, 'src', 'seed')]) {
+  for (const folder of [path.join(projectRoot, 'db', 'migrations'), path.join(projectRoot, 'src', 'local', 'seed')]) {
     for (const file of readdirSync(folder).sort()) hash.update(readFileSync(path.join(folder, file)));
   }
   return hash.digest('hex').slice(0, 16);
@@ -223,7 +223,7 @@ process.stdout.write(
   `The same organisation of ${learners.toLocaleString('en')} learners alone, and beside ${otherOrganisations} others of the same size (year ${year}); ${pageSamples} samples per side of each page, ${exportSamples} of each export\n`,
 );
 try {
-  for (const name of Object.keys(resources)) {
+  for (const name of listResourceNames) {
     const first = JSON.parse((await get(`${alone.baseUrl}/${name}?limit=1&year=${year}`, alone.key)).toString('utf8')) as {
       pagination: { total: number };
     };

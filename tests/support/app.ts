@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { DB } from '../../db/connection';
-import { type AppOptions, buildApp } from '../../src/app';
 import { type Config, loadConfig } from '../../src/config';
 import type { AppContext } from '../../src/context';
-import { createMetrics } from '../../src/metrics';
+import { type AppOptions, buildApp } from '../../src/http/app';
+import { createMetrics } from '../../src/http/metrics';
 import { createRenderPool } from '../../src/pdf/render-pool';
 
 export function testConfig(overrides: Partial<Config> = {}): Config {

@@ -102,8 +102,8 @@ const jsonNumber = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
 /**
  * The rules a parameter's text breaks (empty: valid). The text is first read by its type the way
  * a person reads the contract: an integer is written in decimal digits, nothing else, so `0x10`,
- * `+5`, `2e3`, `5.0` or ` 5` are not integers (issue 14: they must be refused, not coerced);
- * then the value is judged by the schema (Ajv 2020, no coercion).
+ * `+5`, `2e3`, `5.0` or ` 5` are not integers, to be refused rather than coerced
+ * (docs/decisions.md#errors); then the value is judged by the schema (Ajv 2020, no coercion).
  */
 export function textViolations(schema: Schema, text: string): string[] {
   let value: unknown = text;
@@ -751,7 +751,8 @@ export function generatedRequests(known: KnownValues, keys: TestKeys): fc.Arbitr
   /**
    * Every method Node's HTTP parser knows that a path does not declare: 405 with `Allow` listing
    * the declared ones (the contract: "Toute autre méthode sur un chemin connu … 405"), whatever
-   * body comes with it (`QUERY` without Content-Type was once a 400: Fastify reads bodies first).
+   * body comes with it (Fastify reads a body before it finds that no route takes it: `QUERY`
+   * without Content-Type must still be a 405).
    */
   const methodNotAllowed = (operation: ContractOperation) => {
     const allow = declaredMethods(operation.path);

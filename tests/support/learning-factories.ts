@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import Papa from 'papaparse';
 import type { DB } from '../../db/connection';
-import { resourceNames } from '../../handlers/get-unknown-resource';
-import { seedOrganisation } from '../../src/seed/generate';
+import { seedOrganisation } from '../../src/local/seed/generate';
 import { bearer } from './app';
 import { createOrgWithKeys } from './factories';
+import { listResources } from './list-resources';
 
 /** "Now" of every seeded test organisation: data runs from 1 January 2024 to 21 November 2026. */
 export const seededNow = new Date('2026-11-22T09:00:00Z');
@@ -25,14 +25,15 @@ export async function seededOrganisation(db: DB, options: { name: string; learne
   return { ...org, seeded };
 }
 
-/** The wire names of the eleven resources of the learning data: every resource but the platform's two. */
-export const learningResources = resourceNames.filter(
-  (name): name is Exclude<(typeof resourceNames)[number], 'users' | 'summary'> => name !== 'users' && name !== 'summary',
-);
-export type LearningResource = (typeof learningResources)[number];
+const ofLearningData = listResources.filter(({ name }) => name !== 'users');
+/** The wire names of the resources of the learning data: every list resource but the platform's `users`. */
+export const learningResources: readonly string[] = ofLearningData.map(({ name }) => name);
+export type LearningResource = string;
 
 /** Resources without a programme: `programme` is ignored. */
-export const withoutProgramme: readonly LearningResource[] = ['learners', 'logins'];
+export const withoutProgramme: readonly LearningResource[] = ofLearningData
+  .filter((resource) => !resource.filtersByProgramme)
+  .map(({ name }) => name);
 
 export type Row = Record<string, unknown>;
 

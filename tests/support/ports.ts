@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import pg from 'pg';
-import { serverUrlFor } from '../../src/embedded-postgres';
+import { serverUrlFor } from '../../src/local/embedded-postgres';
 
 /** A port free on the loopback right now. */
 export async function freePort(): Promise<number> {

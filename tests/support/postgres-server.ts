@@ -1,7 +1,7 @@
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startEmbeddedPostgres } from '../../src/embedded-postgres';
+import { startEmbeddedPostgres } from '../../src/local/embedded-postgres';
 import { freePort } from './ports';
 
 export interface PostgresServer {

@@ -1,7 +1,8 @@
 import type { DB } from '../../db/connection';
 import type { ResourceDefinition, ResourceFilter } from '../../db/resources/definition';
 import { copyResourcePage } from '../../db/resources/list';
-import { jsonRowsFromCopy } from '../../src/json-rows';
+import { jsonRows } from '../../src/formats/json-rows';
+import { rowsOfCopy } from '../../src/formats/row-batch';
 
 /** One page of a resource as the API writes it (PostgreSQL's COPY bytes into JSON), read back as row objects. */
 export async function readResourcePage(
@@ -13,5 +14,5 @@ export async function readResourcePage(
   cap: number | null,
 ): Promise<Record<string, unknown>[]> {
   const page = await copyResourcePage(db, definition as ResourceDefinition, filter, limit, offset, cap);
-  return page === null ? [] : JSON.parse(jsonRowsFromCopy(definition, page.bytes).json.toString('utf8'));
+  return page === null ? [] : JSON.parse(jsonRows(definition, rowsOfCopy(page, definition.columns.length), '', '').toString('utf8'));
 }

@@ -13,28 +13,11 @@ export interface ServerProcess {
 }
 
 // `npm start` builds the server (`npm run build`: the suite's global setup does it once) and then
-// execs its command line, `env NAME=${NAME:-default} … node <flags> <bundle>`. The tests run that
-// command line, its variables and Node flags included, without npm in between, so that signals
-// reach the server itself.
-const startLine = /&& exec env ((?:\w+=\S+ )*)node (.+)$/.exec(
-  (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start,
-)!;
-const startArguments = startLine[2]!.split(' ');
-
-/** The variables the start line sets, as its shell gives them: `${NAME:-default}` keeps a value already set. */
-function startVariables(environment: NodeJS.ProcessEnv): Record<string, string> {
-  return Object.fromEntries(
-    startLine[1]!
-      .trim()
-      .split(' ')
-      .filter(Boolean)
-      .map((assignment) => {
-        const [name, value] = assignment.split(/=(.*)/) as [string, string];
-        const fallback = /^\$\{(\w+):-(.*)\}$/.exec(value);
-        return [name, fallback ? environment[fallback[1]!] || fallback[2]! : value];
-      }),
-  );
-}
+// execs `node <arguments>`. The tests run that command line without npm in between, so that
+// signals reach the server itself.
+const startArguments = /&& exec node (.+)$/
+  .exec((JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start)![1]!
+  .split(' ');
 
 /**
  * `npm run build`: the bundle that `startServerProcess` runs. Once per run: the suite's global setup
@@ -51,12 +34,21 @@ function childEnvironment(environment: Record<string, string | undefined>): Node
   return merged;
 }
 
-/** A real server process, started as `npm start` starts it, on a test database, on a free port. */
-export async function startServerProcess(databaseUrl: string, environment: Record<string, string> = {}): Promise<ServerProcess> {
+/**
+ * A real server process, started as `npm start` starts it, on a test database, on a free port: this
+ * project's, or that of a copy of it built in `cwd`; `nodeArguments` go before the script (a
+ * benchmark's V8 flags).
+ */
+export async function startServerProcess(
+  databaseUrl: string,
+  environment: Record<string, string> = {},
+  cwd = projectRoot,
+  nodeArguments: readonly string[] = [],
+): Promise<ServerProcess> {
   const env = childEnvironment({ DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', DEMO: '0', LOG_LEVEL: 'warn', ...environment });
-  const child = spawn(process.execPath, startArguments, {
-    cwd: projectRoot,
-    env: { ...env, ...startVariables(env) },
+  const child = spawn(process.execPath, [...nodeArguments, ...startArguments], {
+    cwd,
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   return listening(child);

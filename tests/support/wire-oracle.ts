@@ -1,12 +1,11 @@
 import Papa from 'papaparse';
 import type { DB } from '../../db/connection';
 import type { ResourceDefinition, ResourceFilter } from '../../db/resources/definition';
-import { streamRowChunks } from '../../db/resources/list';
 
 /*
- * The CSV as the server wrote it before PostgreSQL's COPY gave it the bytes (issue 17), kept as the
- * oracle of tests/resources.rendering.test.ts: rows read as objects through a cursor, written by
- * the cell rules src/csv.ts applied to row objects (verbatim).
+ * The CSV written the plain way, kept as the oracle of tests/resources.rendering.test.ts: rows read
+ * as objects through Kysely, written cell by cell by the rules of docs/decisions.md#files, which
+ * src/formats/csv.ts applies to PostgreSQL's COPY bytes.
  */
 
 const formulaStart = /^[=+\-@\t\r]/;
@@ -36,9 +35,8 @@ export function oracleCsv(columns: readonly string[], rows: readonly Record<stri
   return Buffer.from(Papa.BYTE_ORDER_MARK + columns.map(cell).join(',') + '\r\n' + unparse(columns, rows));
 }
 
-/** Every row of an export (up to the cap), read as objects through a cursor: the rows the server wrote before. */
+/** Every row of an export (up to the cap), read as objects through Kysely. */
 export async function oracleExportRows(db: DB, definition: ResourceDefinition, filter: ResourceFilter, cap: number | null) {
-  const rows: Record<string, unknown>[] = [];
-  for await (const chunk of streamRowChunks(db, definition.select(db, filter), cap)) rows.push(...chunk);
-  return rows;
+  const rows = definition.select(db, filter);
+  return (await (cap === null ? rows : rows.limit(cap)).execute()) as Record<string, unknown>[];
 }

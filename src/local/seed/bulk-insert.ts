@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { DB } from '../../db/connection';
+import type { DB } from '../../../db/connection';
 
 /** How a column travels: each becomes one typed array parameter of an INSERT ... SELECT FROM unnest. */
 export type ColumnKind = 'uuid' | 'text' | 'int' | 'bool' | 'numeric' | 'inet' | 'date' | 'text[]' | 'time';

@@ -1,7 +1,8 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable } from './database-faults';
-import { ApiError, errorBody, serviceUnavailable } from './errors';
+import { ConnectionPoolExhausted } from '../../db/connection';
+import { isDatabaseUnavailable } from '../database-faults';
+import { ApiError, errorBody, serverBusy, serviceUnavailable } from './errors';
 import { frenchValidationMessage } from './validation';
 
 /** Fastify's own refusals (body parsing, content type, size, URL), by code, as our errors. */
@@ -29,17 +30,9 @@ const frameworkStatuses: Record<number, () => ApiError> = {
 
 export const jsonContentType = 'application/json; charset=utf-8';
 
-/**
- * Sets the error's status, headers and JSON type on the reply, and returns its body: to send, or
- * to put in place of the payload in an onSend hook (auth.ts, awaitAdmission).
- */
-export function replyWithApiError(reply: FastifyReply, error: ApiError): ReturnType<typeof errorBody> {
-  reply.code(error.statusCode).headers(error.headers).type(jsonContentType);
-  return errorBody(error);
-}
-
+/** Sends the error with its status, headers and JSON body. */
 export function sendApiError(reply: FastifyReply, error: ApiError) {
-  return reply.send(replyWithApiError(reply, error));
+  return reply.code(error.statusCode).headers(error.headers).type(jsonContentType).send(errorBody(error));
 }
 
 /** What an error is to the client: our catalogue, always. */
@@ -54,6 +47,13 @@ export function apiErrorOf(error: FastifyError & { errors?: unknown[] }, request
   // fastify-openapi-glue wraps the security handler's error in its SecurityError.
   const cause = Array.isArray(error.errors) ? error.errors.find((inner) => inner instanceof ApiError) : undefined;
   if (cause) return cause as ApiError;
+  if (error instanceof ConnectionPoolExhausted) {
+    request.log.warn(
+      { waitedMs: error.waitedMs },
+      'pool de connexions à la base saturé : aucune connexion libre à temps (instance trop chargée)',
+    );
+    return serverBusy();
+  }
   if (isDatabaseUnavailable(error)) {
     request.log.warn({ err: { message: error.message, code: error.code } }, 'base de données indisponible');
     return serviceUnavailable('Service momentanément indisponible : la base de données ne répond pas. Réessayez dans quelques secondes.');

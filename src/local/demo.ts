@@ -1,10 +1,10 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createApiKey } from '../db/api-keys';
-import { advisoryLocks, type DB, withAdvisoryLock } from '../db/connection';
-import { addLicences, countOrganisations, createOrganisation } from '../db/organisations';
-import { displayPrefix, generateApiKey, hashApiKey } from './api-keys';
-import type { Config } from './config';
+import { createApiKey } from '../../db/api-keys';
+import { advisoryLocks, type DB, withAdvisoryLock } from '../../db/connection';
+import { addLicences, countOrganisations, createOrganisation } from '../../db/organisations';
+import { displayPrefix, generateApiKey, hashApiKey } from '../api-keys';
+import type { Config } from '../config';
 import { seedOrganisation } from './seed/generate';
 
 export interface DemoKeys {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { DB } from '../db/connection';
+import { type DB, poolOf } from '../../db/connection';
 
 /**
  * Prometheus metrics of one server process (prom-client), in a registry of its own: requests by
@@ -13,7 +13,6 @@ export interface Metrics {
   readonly requests: Counter<'route' | 'method' | 'status'>;
   readonly requestDuration: Histogram<'route' | 'method' | 'status'>;
   readonly rateLimitRefusals: Counter<'bucket'>;
-  readonly answeredAhead: Counter<'outcome'>;
   /** `succeeded`; `failed`, to be retried; `dead`, failed and the delivery's last. */
   readonly webhookAttempts: Counter<'outcome'>;
 }
@@ -58,12 +57,6 @@ export function createMetrics(db: DB): Metrics {
       labelNames: ['bucket'],
       registers: [registry],
     }),
-    answeredAhead: new Counter({
-      name: 'partner_api_answered_ahead_total',
-      help: 'Lectures préparées pendant le décompte de leur requête par la limite de débit, par issue : admitted (réponse envoyée), refused (réponse remplacée par le refus : 401 ou 429, travail perdu), failed (le décompte a échoué, base de données indisponible : 503).',
-      labelNames: ['outcome'],
-      registers: [registry],
-    }),
     webhookAttempts: new Counter({
       name: 'partner_api_webhook_attempts_total',
       help: 'Tentatives de livraison de webhooks faites par ce processus, par résultat : succeeded (livrée), failed (échec, nouvelle tentative prévue), dead (échec de la dernière tentative).',
@@ -73,7 +66,53 @@ export function createMetrics(db: DB): Metrics {
   };
 
   registerQueueGauges(registry, db);
+  registerPoolMetrics(registry, db);
   return metrics;
+}
+
+/**
+ * The database pool of this process, read at each scrape: its connections (lent, idle, requests
+ * waiting for one), and its waits for a free connection when all were lent, their time and those
+ * refused (503 server_busy). Saturation shows here, apart from the database's own faults.
+ */
+function registerPoolMetrics(registry: Registry, db: DB): void {
+  const { pool, usage } = poolOf(db);
+  const gauge = (name: string, help: string, value: () => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(value());
+      },
+    });
+  gauge('partner_api_db_pool_connections', 'Connexions ouvertes du pool de ce processus vers la base.', () => pool.totalCount);
+  gauge('partner_api_db_pool_idle_connections', 'Connexions libres du pool de ce processus.', () => pool.idleCount);
+  gauge('partner_api_db_pool_waiting_requests', 'Demandes de connexion en attente d’une connexion libre.', () => pool.waitingCount);
+  /** A counter that follows a running total of the pool's usage. */
+  const counter = (name: string, help: string, total: () => number) => {
+    let counted = 0;
+    return new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.inc(total() - counted);
+        counted = total();
+      },
+    });
+  };
+  counter(
+    'partner_api_db_pool_waits_total',
+    'Attentes d’une connexion libre, toutes les connexions du pool étant prises.',
+    () => usage.waits,
+  );
+  counter('partner_api_db_pool_wait_seconds_total', 'Temps passé à attendre une connexion libre (secondes).', () => usage.waitSeconds);
+  counter(
+    'partner_api_db_pool_refusals_total',
+    'Requêtes sans connexion libre dans le délai (DB_CONNECT_TIMEOUT_MS) : 503 server_busy.',
+    () => usage.refusals,
+  );
 }
 
 /** The webhook queue's gauges, read from the database at each scrape: the queue is shared by every server process. */

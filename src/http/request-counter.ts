@@ -1,5 +1,5 @@
-import { type CountedRequests, findKeyAndCountRequests, type KeyLookup } from '../db/api-keys';
-import type { DB } from '../db/connection';
+import { type CountedRequests, findKeyAndCountRequests, type KeyLookup } from '../../db/api-keys';
+import type { DB } from '../../db/connection';
 
 /** A key as one request saw it: its own verdict of the rate limit, or null when the key is not usable. */
 export interface CountedKey extends Omit<KeyLookup, 'counted'> {

@@ -1,6 +1,7 @@
 /**
  * The closed set of errors the API answers with, and the one place that maps them to an HTTP
- * status and a French sentence. Handlers throw `ApiError`; `src/error-handler.ts` renders it.
+ * status and a French sentence. Handlers throw `ApiError`; `error-handler.ts` renders it
+ * (docs/decisions.md#errors).
  */
 const errorCatalogue = {
   bad_request: { status: 400, message: 'Requête HTTP mal formée.' },
@@ -46,6 +47,11 @@ const errorCatalogue = {
     status: 503,
     message: 'Service momentanément indisponible : réessayez dans quelques secondes (en-tête Retry-After).',
   },
+  server_busy: {
+    status: 503,
+    message:
+      'Serveur momentanément saturé : trop de requêtes en cours sur cette instance. Réessayez dans quelques secondes (en-tête Retry-After).',
+  },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;
@@ -73,6 +79,11 @@ export const retryAfterUnavailableSeconds = 5;
 /** A 503 with its Retry-After: the database does not answer, the answer is late, or the server is stopping. */
 export function serviceUnavailable(message: string): ApiError {
   return new ApiError('service_unavailable', message, {}, { 'Retry-After': retryAfterUnavailableSeconds });
+}
+
+/** The 503 of a server whose every database connection stayed busy while the request waited for one. */
+export function serverBusy(): ApiError {
+  return new ApiError('server_busy', undefined, {}, { 'Retry-After': retryAfterUnavailableSeconds });
 }
 
 export function errorBody(error: ApiError): Record<string, unknown> {

@@ -5,11 +5,19 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
-import { createHandlers } from '../handlers';
+import { createHandlers } from '../../handlers';
+import type { Config } from '../config';
+import type { AppContext } from '../context';
+import {
+  answerOnlyMediaTypes,
+  declaredMethodsByPath,
+  loadOpenapiDocument,
+  openapiText,
+  requiredScopesByRoute,
+  routedDocument,
+} from '../openapi-document';
 import { createAuthenticator, createSecurityHandlers } from './auth';
 import { conditionalJson } from './conditional-requests';
-import type { Config } from './config';
-import type { AppContext } from './context';
 import {
   clientErrorResponse,
   frameworkErrorResponse,
@@ -21,14 +29,6 @@ import {
 import { ApiError, serviceUnavailable } from './errors';
 import { registerHealthRoutes } from './health';
 import type { Metrics } from './metrics';
-import {
-  answerOnlyMediaTypes,
-  declaredMethodsByPath,
-  loadOpenapiDocument,
-  openapiText,
-  requiredScopesByRoute,
-  routedDocument,
-} from './openapi-document';
 import { validatorCompiler } from './validation';
 
 export const apiPrefix = '/v1';
@@ -273,23 +273,19 @@ function showExampleInDescription(parameter: Record<string, any>): void {
 /** The API below /v1: key and rate limit, JSON bodies only, routes and validation from the contract, the handlers, and the 404 and 405 answers. */
 async function registerApi(app: FastifyInstance, context: AppContext, document: Record<string, any>): Promise<void> {
   const { config, db, metrics } = context;
-  const handlers = createHandlers({ db, config, renderPool: context.renderPool });
+  const handlers = await createHandlers({ db, config, renderPool: context.renderPool }, document);
   const declaredMethods = declaredPathMatchers(document);
   await app.register(
     async (api) => {
       // Every answer of the API, 404 and 405 included, comes after the key and the rate limit: a
       // caller without a valid key learns nothing, not even which methods a path takes.
-      const { authenticate, awaitAdmission } = createAuthenticator(
+      const authenticate = createAuthenticator(
         db,
         { limit: config.rateLimitPerMinute, windowSeconds: config.rateLimitWindowSeconds },
         requiredScopesByRoute(document, apiPrefix),
         (bucket) => metrics.rateLimitRefusals.inc({ bucket }),
-        (outcome) => metrics.answeredAhead.inc({ outcome }),
       );
       api.addHook('onRequest', authenticate);
-      // First of the answer's hooks (no onSend hook of the root may come before it): nothing of an
-      // answer prepared ahead of its verdict goes out before it.
-      api.addHook('onSend', awaitAdmission);
       api.addHook('onSend', conditionalJson);
       // Only JSON bodies are read: text, and the types the document names only for responses, are 415.
       api.removeContentTypeParser('text/plain');

@@ -4,7 +4,10 @@
  * night, so a day's UTC offset taken at noon is exact for every generated instant; only New Year's
  * Eve runs past midnight (minutes beyond 24 h), and no clock changes that night.
  */
-import { formatParisDate, parisOffsetMinutes } from '../../db/paris-time';
+import { formatParisDate, parisOffsetMinutes } from '../../../db/paris-time';
+
+/** The last minute of a day's activity, 23:59 (New Year's Eve aside). */
+export const dayEnd = 23 * 60 + 59;
 
 export class ParisCalendar {
   /** UTC milliseconds of each day's Paris midnight. */

@@ -3,7 +3,7 @@ import type { Random } from './random';
 
 /*
  * Stories the generator tells on purpose, so that every case where a year boundary matters is in
- * the data of every seeded organisation (DECISIONS, "A year is a period"): the first three learners
+ * the data of every seeded organisation (docs/decisions.md#year-period): the first three learners
  * tell one each, and a few others at random. Ordinary learners follow their random pace.
  * - `acrossThreeYears`: enrolled in November of the first year, a visit on each New Year's Eve that
  *   runs past midnight, slow progress through the middle year, the certificate in January of the

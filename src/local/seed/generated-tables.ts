@@ -1,0 +1,223 @@
+import { RowBuffer } from './bulk-insert';
+
+/*
+ * The tables the generator writes, each a RowBuffer of its columns in the order its `add` takes
+ * them: the catalogue's, written once, and the learners', filled learner by learner.
+ */
+
+/** The organisation's catalogue: programmes, courses, modules, lessons and quiz questions. */
+export function catalogueTables() {
+  return {
+    programmes: new RowBuffer('programmes', { id: 'uuid', org_id: 'uuid', slug: 'text', title: 'text' }),
+    courses: new RowBuffer('courses', { id: 'uuid', org_id: 'uuid', programme_id: 'uuid', position: 'int', title: 'text' }),
+    modules: new RowBuffer('modules', {
+      id: 'uuid',
+      org_id: 'uuid',
+      programme_id: 'uuid',
+      course_id: 'uuid',
+      position: 'int',
+      title: 'text',
+    }),
+    lessons: new RowBuffer('lessons', {
+      id: 'uuid',
+      org_id: 'uuid',
+      programme_id: 'uuid',
+      module_id: 'uuid',
+      position: 'int',
+      key: 'text',
+      title: 'text',
+      estimated_minutes: 'int',
+      has_quiz: 'bool',
+      is_milestone: 'bool',
+      pass_score: 'int',
+    }),
+    quiz_questions: new RowBuffer('quiz_questions', {
+      id: 'uuid',
+      org_id: 'uuid',
+      lesson_id: 'uuid',
+      position: 'int',
+      wording: 'text',
+      options: 'text[]',
+      correct_option: 'text',
+    }),
+  };
+}
+
+/** What the learners do, from their accounts to their ratings. */
+export function learnerTables() {
+  return {
+    accounts: new RowBuffer('accounts', { id: 'uuid', email: 'text', name: 'text', created_at: 'time', first_login_at: 'time' }),
+    memberships: new RowBuffer('memberships', {
+      id: 'uuid',
+      org_id: 'uuid',
+      account_id: 'uuid',
+      status: 'text',
+      invited_at: 'time',
+      joined_at: 'time',
+      created_at: 'time',
+      // What the copying triggers fill in when triggers run.
+      email: 'text',
+      name: 'text',
+    }),
+    licences: new RowBuffer('licences', {
+      org_id: 'uuid',
+      type: 'text',
+      status: 'text',
+      membership_id: 'uuid',
+      assigned_at: 'time',
+      activated_at: 'time',
+      revoked_at: 'time',
+      created_at: 'time',
+    }),
+    programme_enrolments: new RowBuffer('programme_enrolments', {
+      id: 'uuid',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      enrolled_at: 'time',
+    }),
+    tutoring_sessions: new RowBuffer('tutoring_sessions', {
+      id: 'uuid',
+      org_id: 'uuid',
+      programme_id: 'uuid',
+      title: 'text',
+      starts_at: 'time',
+      planned_minutes: 'int',
+      trainer_name: 'text',
+    }),
+    tutoring_attendance: new RowBuffer('tutoring_attendance', {
+      id: 'uuid',
+      org_id: 'uuid',
+      session_id: 'uuid',
+      membership_id: 'uuid',
+      present: 'bool',
+      connected_minutes: 'int',
+      signed_by_learner: 'bool',
+      signed_by_trainer: 'bool',
+      // What the copying trigger fills in when triggers run.
+      session_starts_at: 'time',
+      session_title: 'text',
+      session_programme_id: 'uuid',
+      email: 'text',
+    }),
+    activity_intervals: new RowBuffer('activity_intervals', {
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      kind: 'text',
+      started_at: 'time',
+      ended_at: 'time',
+      programme_id: 'uuid',
+      lesson_id: 'uuid',
+      attendance_id: 'uuid',
+      opens_visit: 'bool',
+    }),
+    logins: new RowBuffer('logins', {
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      started_at: 'time',
+      ended_at: 'time',
+      ip: 'inet',
+      user_agent: 'text',
+    }),
+    lesson_progress: new RowBuffer('lesson_progress', {
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      lesson_id: 'uuid',
+      viewed: 'bool',
+      viewed_at: 'time',
+      visits: 'int',
+      active_seconds: 'int',
+      first_visit_at: 'time',
+      last_visit_at: 'time',
+    }),
+    quiz_attempts: new RowBuffer('quiz_attempts', {
+      id: 'uuid',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      lesson_id: 'uuid',
+      attempt_no: 'int',
+      score: 'int',
+      passed: 'bool',
+      completed_at: 'time',
+    }),
+    quiz_answers: new RowBuffer('quiz_answers', {
+      org_id: 'uuid',
+      attempt_id: 'uuid',
+      question_id: 'uuid',
+      position: 'int',
+      chosen_option: 'text',
+      is_correct: 'bool',
+      answered_at: 'time',
+      // What the copying trigger fills in when triggers run.
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      attempt_no: 'int',
+      attempt_day: 'date',
+      lesson_id: 'uuid',
+      attempt_score: 'int',
+      attempt_passed: 'bool',
+    }),
+    documents: new RowBuffer('documents', {
+      id: 'uuid',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      type: 'text',
+      issued_at: 'time',
+      hours: 'numeric',
+      completion_score: 'int',
+    }),
+    satisfaction_surveys: new RowBuffer('satisfaction_surveys', {
+      id: 'uuid',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      rating: 'int',
+      nps: 'int',
+      verbatim: 'text',
+      answered_at: 'time',
+    }),
+    tutoring_ratings: new RowBuffer('tutoring_ratings', {
+      id: 'uuid',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      session_id: 'uuid',
+      session_rating: 'int',
+      trainer_rating: 'int',
+      comment: 'text',
+      submitted_at: 'time',
+    }),
+    lesson_ratings: new RowBuffer('lesson_ratings', {
+      id: 'uuid',
+      org_id: 'uuid',
+      membership_id: 'uuid',
+      programme_id: 'uuid',
+      lesson_id: 'uuid',
+      rating: 'int',
+      comment: 'text',
+      submitted_at: 'time',
+    }),
+  };
+}
+export type LearnerTables = ReturnType<typeof learnerTables>;
+
+/** The order a batch of learners is written in: a row after the rows it references. */
+export const learnerTablesInWriteOrder: (keyof LearnerTables)[] = [
+  'accounts',
+  'memberships',
+  'licences',
+  'programme_enrolments',
+  'tutoring_sessions',
+  'tutoring_attendance',
+  'activity_intervals',
+  'logins',
+  'lesson_progress',
+  'quiz_attempts',
+  'quiz_answers',
+  'documents',
+  'satisfaction_surveys',
+  'tutoring_ratings',
+  'lesson_ratings',
+];
