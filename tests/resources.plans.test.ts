@@ -1,9 +1,10 @@
 import type { CompiledQuery } from 'kysely';
 import { sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatherActivityReport } from '../db/activity-report';
 import { findKeyAndCountRequests, keyAndCountStatement } from '../db/api-keys';
+import { poolOf } from '../db/connection';
 import { binaryCopyStatement } from '../db/copy';
 import { findLearner } from '../db/learners';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from '../db/resources/definition';
@@ -40,7 +41,8 @@ const cap = 100_000;
 const database = useTestDatabase();
 let orgId: string;
 let readKey: string;
-let client: pg.Client;
+/** A connection of the API's own pool (createDb), as the requests' statements run on. */
+let client: pg.PoolClient;
 /** The tables holding organisations' rows (their `org_id`; accounts, by way of memberships), with their pages. */
 const tenantTables = new Map<string, number>();
 
@@ -52,8 +54,9 @@ beforeAll(async () => {
   // One in the middle, neither the first seeded nor the last.
   ({ orgId, readKey } = seeded[organisations / 2]!);
   await sql`analyze`.execute(database.db);
-  client = new pg.Client({ connectionString: database.url });
-  await client.connect();
+  client = await poolOf(database.db).pool.connect();
+  // JIT compiles any plan past these costs unless the session turns it off, as the API's do.
+  await client.query('set jit_above_cost = 0; set jit_inline_above_cost = 0; set jit_optimize_above_cost = 0');
   const tables = await client.query<{ table: string; pages: number }>(`
     select c.relname as table, c.relpages as pages from pg_class c
     where c.relkind = 'r' and c.relnamespace = 'public'::regnamespace
@@ -62,7 +65,8 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  await client?.end();
+  // Closed rather than returned with these settings to the pool.
+  client?.release(true);
 });
 
 /**
@@ -93,8 +97,9 @@ function unboundedReads(plan: PlanNode): string[] {
 }
 
 async function expectBounded(text: string, parameters: readonly unknown[] = []): Promise<void> {
-  const plan = await analyzedPlan(client, text, parameters);
-  expect(unboundedReads(plan), text).toEqual([]);
+  const analyzed = await analyzedPlan(client, text, parameters);
+  expect(unboundedReads(analyzed.Plan), text).toEqual([]);
+  expect(analyzed.JIT, `JIT compiled ${text}`).toBeUndefined();
 }
 
 async function expectEachBounded(statements: CompiledQuery[]): Promise<void> {
@@ -180,6 +185,21 @@ describe('the other statements of a request', () => {
     const keyCheck = [hashApiKey(readKey), 1, 120, 60] as const;
     expect((await findKeyAndCountRequests(database.db, ...keyCheck))?.orgId).toBe(orgId);
     await expectBounded(keyAndCountStatement.text, keyCheck);
+  });
+});
+
+describe('the API’s sessions', () => {
+  it('run without JIT, on every connection of the pool', async () => {
+    // Three at once, each a while on its connection: three connections.
+    const sessions = await Promise.all(
+      Array.from({ length: 3 }, async () => {
+        const { rows } = await sql<{ jit: string; backend: number }>`
+          select current_setting('jit') as jit, pg_backend_pid() as backend from pg_sleep(0.2)`.execute(database.db);
+        return rows[0]!;
+      }),
+    );
+    expect(new Set(sessions.map((session) => session.backend)).size).toBe(3);
+    expect(sessions.map((session) => session.jit)).toEqual(['off', 'off', 'off']);
   });
 });
 

@@ -33,12 +33,18 @@ export interface PlanNode {
   Plans?: PlanNode[];
 }
 
+/** `EXPLAIN (ANALYZE, FORMAT JSON)`'s answer: the plan, and what JIT compiled when it did. */
+export interface AnalyzedStatement {
+  Plan: PlanNode;
+  JIT?: { Functions: number; Timing: Record<string, unknown> };
+}
+
 /** The plan of a statement, run (ANALYZE) in a transaction rolled back: a statement that writes leaves nothing. */
-export async function analyzedPlan(client: pg.Client, text: string, parameters: readonly unknown[] = []): Promise<PlanNode> {
+export async function analyzedPlan(client: pg.ClientBase, text: string, parameters: readonly unknown[] = []): Promise<AnalyzedStatement> {
   await client.query('begin');
   try {
     const result = await client.query(`explain (analyze, format json) ${text}`, [...parameters]);
-    return (result.rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0]!.Plan;
+    return (result.rows[0]['QUERY PLAN'] as AnalyzedStatement[])[0]!;
   } finally {
     await client.query('rollback');
   }
