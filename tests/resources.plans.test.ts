@@ -189,17 +189,19 @@ describe('the other statements of a request', () => {
 });
 
 describe('the API’s sessions', () => {
-  it('run without JIT, on every connection of the pool', async () => {
+  it('run without JIT nor parallel plans, on every connection of the pool', async () => {
     // Three at once, each a while on its connection: three connections.
     const sessions = await Promise.all(
       Array.from({ length: 3 }, async () => {
-        const { rows } = await sql<{ jit: string; backend: number }>`
-          select current_setting('jit') as jit, pg_backend_pid() as backend from pg_sleep(0.2)`.execute(database.db);
+        const { rows } = await sql<{ jit: string; workers: string; backend: number }>`
+          select current_setting('jit') as jit, current_setting('max_parallel_workers_per_gather') as workers,
+            pg_backend_pid() as backend
+          from pg_sleep(0.2)`.execute(database.db);
         return rows[0]!;
       }),
     );
     expect(new Set(sessions.map((session) => session.backend)).size).toBe(3);
-    expect(sessions.map((session) => session.jit)).toEqual(['off', 'off', 'off']);
+    expect(sessions.map(({ jit, workers }) => ({ jit, workers }))).toEqual(Array(3).fill({ jit: 'off', workers: '0' }));
   });
 });
 
