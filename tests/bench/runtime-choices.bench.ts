@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import zlib from 'node:zlib';
 import { sql } from 'kysely';
 import { gatherActivityReport } from '../../db/activity-report';
 import { keyAndCountStatement } from '../../db/api-keys';
@@ -21,7 +22,8 @@ import { openBenchDatabase, percentile, report, startServerProcess } from './sup
  *   quiz-answers (time, the server's peak memory during it), and an activity report after 20 s
  *   without a request (V8's memory reducer runs after 8 s idle);
  * - the key's statement, prepared under a name or parsed and planned on every request;
- * - a render worker's warm-up: the first report of a pool, with and without it.
+ * - a render worker's warm-up: the first report of a pool, with and without it;
+ * - the workbook's deflate level: 1 against zlib's default, on sheet XML shaped like an export's.
  */
 const learners = Number(process.env.BENCH_LEARNERS ?? 3000);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -191,7 +193,37 @@ async function compareRenderWarmUp(): Promise<void> {
   }
 }
 
+/** Time and size of 16 MB of sheet XML deflated at level 1 and at zlib's default, in turn. */
+function compareDeflateLevels(): void {
+  const rows: string[] = [];
+  for (let row = 2; row < 50_002; row++) {
+    rows.push(
+      `<row r="${row}"><c r="A${row}" t="inlineStr"><is><t>apprenant${row % 997}@exemple.fr</t></is></c>` +
+        `<c r="B${row}" s="1"><v>${46_000 + (row % 365) + (row % 1440) / 1440}</v></c><c r="C${row}"><v>${row % 100}</v></c>` +
+        `<c r="D${row}" t="inlineStr"><is><t>Module ${row % 37} — leçon ${row % 11}</t></is></c>` +
+        `<c r="E${row}" t="inlineStr"><is><t>${row % 3 ? 'correcte' : 'incorrecte'}</t></is></c></row>`,
+    );
+  }
+  const xml = Buffer.from(rows.join(''));
+  const levels = [1, zlib.constants.Z_DEFAULT_COMPRESSION] as const;
+  const times = new Map<number, number[]>(levels.map((level) => [level, []]));
+  const sizes = new Map<number, number>();
+  for (let turn = 0; turn < 7; turn++) {
+    for (const level of levels) {
+      const start = performance.now();
+      sizes.set(level, zlib.gzipSync(xml, { level }).length);
+      times.get(level)!.push(performance.now() - start);
+    }
+  }
+  for (const level of levels)
+    report(
+      `deflate level ${level === 1 ? '1' : 'default (6)'}: ${(xml.length / 1e6).toFixed(1)} MB of sheet XML, p50, size`,
+      `${Math.round(percentile(times.get(level)!, 50))} ms, ${(sizes.get(level)! / 1e6).toFixed(2)} MB`,
+    );
+}
+
 try {
+  compareDeflateLevels();
   await compareStartSettings();
   await comparePreparedKeyStatement();
   await compareRenderWarmUp();
