@@ -11,6 +11,10 @@ import * as m20261124T0100_rate_limit_sliding_window from './migrations/20261124
 import * as m20261125T0000_rate_limit_running_total from './migrations/20261125T0000-rate-limit-running-total';
 import * as m20261126T0000_webhook_delivery_event_type_and_fillfactor from './migrations/20261126T0000-webhook-delivery-event-type-and-fillfactor';
 import * as m20261127T0000_webhook_delivery_jobs from './migrations/20261127T0000-webhook-delivery-jobs';
+import * as m20261128T0000_organisation_keys from './migrations/20261128T0000-organisation-keys';
+import * as m20261128T0100_organisation_foreign_keys from './migrations/20261128T0100-organisation-foreign-keys';
+import * as m20261128T0200_learner_years from './migrations/20261128T0200-learner-years';
+import * as m20261128T0300_quiz_answers_attempt_copies from './migrations/20261128T0300-quiz-answers-attempt-copies';
 
 /**
  * Every migration, by name; names sort in the order they run. A static list rather than a read of
@@ -30,6 +34,10 @@ export const migrations: Record<string, Migration> = {
   '20261125T0000-rate-limit-running-total': m20261125T0000_rate_limit_running_total,
   '20261126T0000-webhook-delivery-event-type-and-fillfactor': m20261126T0000_webhook_delivery_event_type_and_fillfactor,
   '20261127T0000-webhook-delivery-jobs': m20261127T0000_webhook_delivery_jobs,
+  '20261128T0000-organisation-keys': m20261128T0000_organisation_keys,
+  '20261128T0100-organisation-foreign-keys': m20261128T0100_organisation_foreign_keys,
+  '20261128T0200-learner-years': m20261128T0200_learner_years,
+  '20261128T0300-quiz-answers-attempt-copies': m20261128T0300_quiz_answers_attempt_copies,
 };
 
 const listedMigrations: MigrationProvider = { getMigrations: async () => migrations };

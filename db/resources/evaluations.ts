@@ -47,7 +47,7 @@ export const evaluationsResource: ListResourceDefinition<'listEvaluations'> = {
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
   select(db, filter) {
-    return withLessonContext(attemptsInScope(db, filter), 'qa').select([
+    return withLessonContext(attemptsInScope(db, filter), 'qa', filter.orgId).select([
       'qa.attempt_no as tentative',
       'qa.score as score',
       ouiNon(sql.ref('qa.passed')).as('reussi'),

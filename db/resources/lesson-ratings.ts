@@ -42,7 +42,7 @@ export const lessonRatingsResource: ListResourceDefinition<'listLessonRatings'> 
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
   select(db, filter) {
-    return withLessonContext(lessonRatingsInScope(db, filter), 'lr').select([
+    return withLessonContext(lessonRatingsInScope(db, filter), 'lr', filter.orgId).select([
       'lr.rating as note',
       'lr.comment as commentaire',
       parisDate(sql.ref('lr.submitted_at')).as('soumis_le'),

@@ -1,4 +1,4 @@
-import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
+import { type JoinBuilder, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database } from '../connection';
 import type { ResourceFilter, RowWindow } from './definition';
 
@@ -33,20 +33,28 @@ export function windowByKeys<Row>(select: AnySelect<Row>, key: RawBuilder<unknow
 }
 
 /**
+ * The join of a table (alias `joined`) on its key `joined.id` = `key`, within the organisation: its
+ * rows are looked up by key, or, when PostgreSQL builds a hash of them, read from its index on the
+ * organisation, never from the whole platform's.
+ */
+export function byKeyInOrganisation(joined: string, key: string, orgId: string) {
+  return (join: JoinBuilder<any, any>) => join.onRef(`${joined}.id`, '=', key).on(`${joined}.org_id`, '=', orgId);
+}
+
+/**
  * The learner, programme, module and lesson of a row whose base table (alias `source`) carries
  * `membership_id`, `programme_id` and `lesson_id`, selected as the contract's first six columns of
  * `evaluations`, `quiz-answers` and `lesson-ratings`.
  */
-export function withLessonContext(query: AnySelect, source: string): AnySelect {
+export function withLessonContext(query: AnySelect, source: string, orgId: string): AnySelect {
   return query
-    .innerJoin('memberships as m', 'm.id', sql.ref(`${source}.membership_id`) as never)
-    .innerJoin('accounts as a', 'a.id', 'm.account_id')
-    .innerJoin('programmes as p', 'p.id', sql.ref(`${source}.programme_id`) as never)
-    .innerJoin('lessons as l', 'l.id', sql.ref(`${source}.lesson_id`) as never)
-    .innerJoin('modules as mo', 'mo.id', 'l.module_id')
+    .innerJoin('memberships as m', byKeyInOrganisation('m', `${source}.membership_id`, orgId))
+    .innerJoin('programmes as p', byKeyInOrganisation('p', `${source}.programme_id`, orgId))
+    .innerJoin('lessons as l', byKeyInOrganisation('l', `${source}.lesson_id`, orgId))
+    .innerJoin('modules as mo', byKeyInOrganisation('mo', 'l.module_id', orgId))
     .select([
-      'a.name as apprenant',
-      'a.email as email',
+      'm.name as apprenant',
+      'm.email as email',
       'p.title as programme',
       'p.slug as programme_slug',
       'mo.title as module',

@@ -1,10 +1,14 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { createDb, type DB } from '../../db/connection';
 import { migrateToLatest } from '../../db/migrate';
-import { startPostgresServer } from '../support/postgres-server';
+import { startEmbeddedPostgres } from '../../src/local/embedded-postgres';
+import { freePort } from '../support/ports';
+import { type PostgresServer, startPostgresServer } from '../support/postgres-server';
 
-import { buildServer, childProcessesOf, procStat } from '../support/server-process';
+import { buildServer, childProcessesOf, procStat, projectRoot } from '../support/server-process';
 
 export { freePort } from '../support/ports';
 export { startServerProcess } from '../support/server-process';
@@ -51,6 +55,19 @@ export async function openBenchDatabase(name = 'bench'): Promise<BenchDatabase> 
       await server.stop();
     },
   };
+}
+
+/**
+ * The PostgreSQL server of a benchmark whose databases are kept between runs (seeding them takes
+ * minutes): DATABASE_URL's server when set, else an embedded one whose data stays under
+ * .data/bench/<label> (`make clean-data` deletes it), started for the run and stopped after it.
+ */
+export async function benchPostgresServer(label: string): Promise<PostgresServer> {
+  if (process.env.DATABASE_URL) return startPostgresServer(label);
+  const databaseDir = path.join(projectRoot, '.data', 'bench', label);
+  await mkdir(path.dirname(databaseDir), { recursive: true });
+  const running = await startEmbeddedPostgres({ databaseDir, port: await freePort(), persistent: true });
+  return { serverUrl: running.serverUrl, stop: () => running.stop() };
 }
 
 export interface LoadResult {
