@@ -18,8 +18,8 @@ import * as m20261128T0300_quiz_answers_attempt_copies from './migrations/202611
 
 /**
  * Every migration, by name; names sort in the order they run. A static list rather than a read of
- * the folder, so that the server bundle (scripts/build.ts) carries them: a new file of
- * db/migrations goes here too, which tests/platform.migrations.test.ts checks.
+ * the folder, so that the server bundle (scripts/build.mjs) carries them: a new file of
+ * db/migrations goes here too, which tests/architecture.test.ts checks.
  */
 export const migrations: Record<string, Migration> = {
   '20261122T0000-platform': m20261122T0000_platform,
