@@ -45,6 +45,11 @@ const variants: Variant[] = [
     environment: {},
   },
   { name: 'MALLOC_ARENA_MAX=2', nodeArguments: [], environment: { MALLOC_ARENA_MAX: '2' } },
+  {
+    name: 'all three',
+    nodeArguments: ['--no-memory-reducer', '--max-semi-space-size=4', '--initial-old-space-size=64'],
+    environment: { MALLOC_ARENA_MAX: '2' },
+  },
 ];
 
 const database = await openBenchDatabase('bench_runtime_choices');
