@@ -7,13 +7,12 @@ import { keyAndCountStatement } from '../../db/api-keys';
 import { runPrepared } from '../../db/connection';
 import { findLearner } from '../../db/learners';
 import { currentParisYear } from '../../db/paris-time';
-import { learnersResource } from '../../db/resources/learners';
 import { hashApiKey } from '../../src/api-keys';
 import { seedOrganisation } from '../../src/local/seed/generate';
 import { createRenderPool } from '../../src/pdf/render-pool';
 import { createOrgWithKeys } from '../support/factories';
 import type { ServerProcess } from '../support/server-process';
-import { openBenchDatabase, percentile, report, startServerProcess } from './support';
+import { busiestLearner, openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**
  * What each runtime choice pays, measured in one run with and without it (docs/performance.md):
@@ -56,12 +55,7 @@ const database = await openBenchDatabase('bench_runtime_choices');
 const org = await createOrgWithKeys(database.db, { name: 'Organisme du banc' });
 await seedOrganisation(database.db, { orgId: org.orgId, learners, seed: 7 });
 await sql`analyze`.execute(database.db);
-const learnerRows = await learnersResource
-  .select(database.db, { orgId: org.orgId, year, updatedSince: null, membershipId: null, programmeId: null })
-  .execute();
-const heaviest = learnerRows.sort(
-  (a, b) => b.connexions + b.evaluations_total + b.seances_tutorat - (a.connexions + a.evaluations_total + a.seances_tutorat),
-)[0]!;
+const heaviest = await busiestLearner(database.db, org.orgId, year);
 const headers = { authorization: `Bearer ${org.readKey}` };
 
 /** Resident memory of a process now, in MB (Linux). */

@@ -4,6 +4,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { createDb, type DB } from '../../db/connection';
 import { migrateToLatest } from '../../db/migrate';
+import { learnersResource } from '../../db/resources/learners';
 import { startEmbeddedPostgres } from '../../src/local/embedded-postgres';
 import { freePort } from '../support/ports';
 import { type PostgresServer, startPostgresServer } from '../support/postgres-server';
@@ -138,4 +139,11 @@ export function cpuSeconds(pids: number[], postmasterPid: number | null): { proc
   let postgres = usage(postmasterPid, true);
   for (const backend of childProcessesOf(postmasterPid)) postgres += usage(backend);
   return { processes: pids.reduce((sum, pid) => sum + usage(pid), 0), postgres };
+}
+
+/** The organisation's busiest learner of a year: most logins, quiz attempts and tutoring sessions together. */
+export async function busiestLearner(db: DB, orgId: string, year: number) {
+  const rows = await learnersResource.select(db, { orgId, year, updatedSince: null, membershipId: null, programmeId: null }).execute();
+  const activity = (row: (typeof rows)[number]) => row.connexions + row.evaluations_total + row.seances_tutorat;
+  return rows.sort((a, b) => activity(b) - activity(a))[0]!;
 }
