@@ -32,9 +32,12 @@ pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
  *   the rows an organisation's statement reads, and then compiles for longer than it runs;
  * - no parallel plan: an organisation that holds most of a table gets parallel scans of it instead
  *   of its range of an index, and an export streamed to a slow reader would hold the workers, idle
- *   on their queue to the leader, for the whole download.
+ *   on their queue to the leader, for the whole download;
+ * - a random page read costed as the cached read it is (PostgreSQL's default of 4 prices a disk
+ *   seek): otherwise an organisation that holds most of a table gets the whole table scanned
+ *   rather than its range of an index (docs/performance.md, « Cost per organisation »).
  */
-export const sessionOptions = '-c jit=off -c max_parallel_workers_per_gather=0';
+export const sessionOptions = '-c jit=off -c max_parallel_workers_per_gather=0 -c random_page_cost=1.1';
 
 export interface PoolOptions {
   poolSize?: number;
