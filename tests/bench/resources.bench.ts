@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { type CompiledQuery, sql } from 'kysely';
 import pg from 'pg';
+import { sessionOptions } from '../../db/connection';
 import { currentParisYear } from '../../db/paris-time';
 import type { ResourceDefinition, ResourceFilter } from '../../db/resources/definition';
 import { allowedWindow, countQuery } from '../../db/resources/list';
@@ -41,7 +42,8 @@ await sql`vacuum analyze`.execute(database.db);
 
 const year = Number(process.env.BENCH_YEAR ?? currentParisYear());
 const filter: ResourceFilter = { orgId: org.orgId, year, updatedSince: null, membershipId: null, programmeId: null };
-const direct = [new pg.Client({ connectionString: database.url }), new pg.Client({ connectionString: database.url })];
+// The SQL alone runs with the settings of the API's sessions: the same statements, planned alike.
+const direct = [0, 1].map(() => new pg.Client({ connectionString: database.url, options: sessionOptions }));
 await Promise.all(direct.map((client) => client.connect()));
 
 const run = (client: pg.Client, query: CompiledQuery) => client.query(query.sql, query.parameters as unknown[]);
