@@ -1,6 +1,6 @@
 import { type JoinBuilder, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database } from '../connection';
-import type { ResourceFilter, RowWindow } from './definition';
+import type { PageKey, ResourceFilter } from './definition';
 
 /** Where a resource's base table keeps its organisation, learner and (if any) programme. */
 export interface ScopeColumns {
@@ -24,12 +24,11 @@ export function scopeCondition(columns: ScopeColumns, natural: RawBuilder<boolea
 type AnySelect<Row = any> = SelectQueryBuilder<Database, any, Row>;
 
 /**
- * A window of `select` that builds only the window's rows: the window is taken on the cheap ordered
- * keys, and `select` (which orders itself) is restricted to them. `= any(array(...))` makes the
- * keys one value computed first, so the planner looks the rows up by key instead of joining all.
+ * The rows of `select` (which orders itself) whose `key` is one of a page's keys. The keys are a
+ * value in the statement, so PostgreSQL plans for that many rows, looked up by key.
  */
-export function windowByKeys<Row>(select: AnySelect<Row>, key: RawBuilder<unknown>, keys: AnySelect, window: RowWindow): AnySelect<Row> {
-  return select.where(sql<boolean>`${key} = any(array(${keys.limit(window.limit).offset(window.offset)}))`);
+export function rowsWithKeys<Row>(select: AnySelect<Row>, key: RawBuilder<unknown>, keys: readonly PageKey[]): AnySelect<Row> {
+  return select.where(sql<boolean>`${key} = any(${keys})`);
 }
 
 /**
