@@ -20,7 +20,7 @@ export interface KeyLookup {
  * Finds a key by its hash ($1) and, when it is usable, counts $2 requests against its budget of
  * $3 per $4 seconds: one round trip for both, prepared (its planning costs more than its run).
  */
-const keyAndCountStatement: PreparedStatement = {
+export const keyAndCountStatement: PreparedStatement = {
   name: 'api_key_request',
   text: `
   with found as (

@@ -25,6 +25,20 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
 pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
 
+/**
+ * The settings of every session the API opens (pg's `options`, sent at connection start, so they
+ * hold for each statement and COPY of the connection and need no statement of their own):
+ * - no JIT: PostgreSQL decides to compile from the plan's estimated cost, which can run far past
+ *   the rows an organisation's statement reads, and then compiles for longer than it runs;
+ * - no parallel plan: an organisation that holds most of a table gets parallel scans of it instead
+ *   of its range of an index, and an export streamed to a slow reader would hold the workers, idle
+ *   on their queue to the leader, for the whole download;
+ * - a random page read costed as the cached read it is (PostgreSQL's default of 4 prices a disk
+ *   seek): otherwise an organisation that holds most of a table gets the whole table scanned
+ *   rather than its range of an index (docs/performance.md, « Cost per organisation »).
+ */
+export const sessionOptions = '-c jit=off -c max_parallel_workers_per_gather=0 -c random_page_cost=1.1';
+
 export interface PoolOptions {
   poolSize?: number;
   /** Connections kept open however long they stay idle (the others close after 10 s idle). */
@@ -188,6 +202,7 @@ export function createDb(connectionString: string, options: PoolOptions = {}): D
     max: poolSize,
     min: keptConnections,
     application_name: 'partner-api',
+    options: sessionOptions,
     // Keepalive probes from 10 s of silence instead of the system's 2 hours: an idle connection to
     // a server that vanished (a failover, a partition) is found dead in minutes, and replaced.
     keepAlive: true,

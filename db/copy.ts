@@ -11,13 +11,25 @@ import { answerWithin, type DB, leaseConnection, type PoolOfHandle, poolOf } fro
  * connection, which the pool replaces: a connection mid-COPY cannot serve another statement.
  */
 
+/** An array as the text of a PostgreSQL array (each element quoted), for a literal of it. */
+function arrayText(values: readonly unknown[]): string {
+  const element = (value: unknown) => {
+    if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+    if (typeof value === 'string') return `"${value.replace(/[\\"]/g, (character) => `\\${character}`)}"`;
+    throw new Error(`no SQL array element for ${String(value)}`);
+  };
+  return `{${values.map(element).join(',')}}`;
+}
+
 /**
  * Kysely's compiler with the values written into the SQL text as literals (pg's escapeLiteral):
- * COPY takes no parameters. Negative numbers go in parentheses (`- -1` would start a comment).
+ * COPY takes no parameters. Negative numbers go in parentheses (`- -1` would start a comment). An
+ * array is one literal of its text, whose type PostgreSQL takes from where it is used.
  */
 class LiteralsCompiler extends PostgresQueryCompiler {
   protected override appendValue(value: unknown): void {
     if (typeof value === 'string') this.append(pg.escapeLiteral(value));
+    else if (Array.isArray(value)) this.append(pg.escapeLiteral(arrayText(value)));
     else if (typeof value === 'number' && Number.isFinite(value)) this.append(value < 0 ? `(${value})` : String(value));
     else if (value instanceof Date) this.append(pg.escapeLiteral(value.toISOString()));
     else if (value === null || typeof value === 'boolean') this.append(String(value));

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { answerWithin, type DB, poolOf } from './connection';
+import { answerWithin, type DB, poolOf, sessionOptions } from './connection';
 
 /** Whether the database answers, asked on a connection of its own. */
 export interface DatabaseProbe {
@@ -32,6 +32,7 @@ export function createDatabaseProbe(db: DB, timeoutMs: number): DatabaseProbe {
         const opening = new pg.Client({
           connectionString,
           application_name: 'partner-api-health',
+          options: sessionOptions,
           connectionTimeoutMillis: timeoutMs,
           keepAlive: true,
         });

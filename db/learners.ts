@@ -22,10 +22,9 @@ export async function findLearner(
 ): Promise<LearnerIdentity | null> {
   let query = db
     .selectFrom('memberships as m')
-    .innerJoin('accounts as a', 'a.id', 'm.account_id')
-    .select(['m.id as membershipId', 'a.id as userId', 'a.email as email'])
+    .select(['m.id as membershipId', 'm.account_id as userId', 'm.email as email'])
     .where('m.org_id', '=', orgId);
-  if (by.email) query = query.where('a.email', '=', canonicalEmail(by.email));
-  if (by.userId) query = query.where('a.id', '=', by.userId);
+  if (by.email) query = query.where('m.email', '=', canonicalEmail(by.email));
+  if (by.userId) query = query.where('m.account_id', '=', by.userId);
   return (await query.executeTakeFirst()) ?? null;
 }

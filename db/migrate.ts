@@ -10,12 +10,17 @@ import * as m20261124T0000_year_slices from './migrations/20261124T0000-year-sli
 import * as m20261124T0100_rate_limit_sliding_window from './migrations/20261124T0100-rate-limit-sliding-window';
 import * as m20261125T0000_rate_limit_running_total from './migrations/20261125T0000-rate-limit-running-total';
 import * as m20261126T0000_webhook_delivery_event_type_and_fillfactor from './migrations/20261126T0000-webhook-delivery-event-type-and-fillfactor';
-import * as m20261201T0000_management from './migrations/20261201T0000-management';
+import * as m20261127T0000_webhook_delivery_jobs from './migrations/20261127T0000-webhook-delivery-jobs';
+import * as m20261128T0000_organisation_keys from './migrations/20261128T0000-organisation-keys';
+import * as m20261128T0100_organisation_foreign_keys from './migrations/20261128T0100-organisation-foreign-keys';
+import * as m20261128T0200_learner_years from './migrations/20261128T0200-learner-years';
+import * as m20261128T0300_quiz_answers_attempt_copies from './migrations/20261128T0300-quiz-answers-attempt-copies';
+import * as m20261128T0400_management from './migrations/20261128T0400-management';
 
 /**
  * Every migration, by name; names sort in the order they run. A static list rather than a read of
- * the folder, so that the server bundle (scripts/build.ts) carries them: a new file of
- * db/migrations goes here too, which tests/platform.migrations.test.ts checks.
+ * the folder, so that the server bundle (scripts/build.mjs) carries them: a new file of
+ * db/migrations goes here too, which tests/architecture.test.ts checks.
  */
 export const migrations: Record<string, Migration> = {
   '20261122T0000-platform': m20261122T0000_platform,
@@ -29,7 +34,12 @@ export const migrations: Record<string, Migration> = {
   '20261124T0100-rate-limit-sliding-window': m20261124T0100_rate_limit_sliding_window,
   '20261125T0000-rate-limit-running-total': m20261125T0000_rate_limit_running_total,
   '20261126T0000-webhook-delivery-event-type-and-fillfactor': m20261126T0000_webhook_delivery_event_type_and_fillfactor,
-  '20261201T0000-management': m20261201T0000_management,
+  '20261127T0000-webhook-delivery-jobs': m20261127T0000_webhook_delivery_jobs,
+  '20261128T0000-organisation-keys': m20261128T0000_organisation_keys,
+  '20261128T0100-organisation-foreign-keys': m20261128T0100_organisation_foreign_keys,
+  '20261128T0200-learner-years': m20261128T0200_learner_years,
+  '20261128T0300-quiz-answers-attempt-copies': m20261128T0300_quiz_answers_attempt_copies,
+  '20261128T0400-management': m20261128T0400_management,
 };
 
 const listedMigrations: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { CompiledQuery, type Expression, type RawBuilder, sql } from 'kysely';
 import PgBoss from 'pg-boss';
 import type { components, webhooks } from '../codegen/openapi';
@@ -10,12 +9,16 @@ import type { DeliveryStatus } from './tables/webhooks';
  * Events and their webhook deliveries: all the SQL of the capability, in the order data flows.
  *   1. Record the event, in the transaction of the data change that causes it, and fan it out
  *      into one delivery per subscribed endpoint, its body built once.
- *   2. Queue the deliveries' jobs (pg-boss) in that same transaction, and wake the workers at commit.
- *   3. Claim the due deliveries: the worker (src/webhooks/worker.ts) takes their lease, signs and
- *      POSTs them (src/webhooks/signature.ts, src/webhooks/http-post.ts)...
- *   4. ...and records the attempts: delivered, retried on the schedule, or dead; endpoints that
- *      keep failing are disabled. Deliveries whose job was lost are queued again.
- * Then the operators' side (scripts/commands/webhook.ts): endpoints, the test ping, replay, the log.
+ *   2. Queue each delivery's attempt as a pg-boss job in that same transaction, and wake the
+ *      workers at commit. A pending delivery names the job of its next attempt: no other job may
+ *      attempt it.
+ *   3. Take the deliveries that a batch of jobs may attempt: the worker (src/webhooks/worker.ts)
+ *      signs and POSTs them (src/webhooks/signature.ts, src/webhooks/http-post.ts)...
+ *   4. ...and records the attempts: delivered; or failed, its retry queued as a job that starts
+ *      after the schedule's delay, or dead after the last one; endpoints that keep failing are
+ *      disabled.
+ * Then the operators' side (scripts/commands/webhook.ts): endpoints, the test ping, replay, the log,
+ * and the queue's state for the metrics.
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -84,15 +87,14 @@ export async function recordEvent<T extends EventType>(trx: DB, event: NewEvent<
  * that causes the events, so that there is never an event (nor a delivery) without its data, nor a
  * committed change without its event. Given a plain connection, it opens a transaction of its own.
  *
- * One statement records the events, builds their bodies, fans them out to the endpoints (and asks,
- * for the commit, to wake a delivery worker up); a second queues the jobs of all their deliveries.
- * Events recorded together are delivered together: a caller with many events (a bulk enrolment)
- * records them in one call, and their deliveries make one job rather than one each.
+ * One statement records the events, builds their bodies, fans them out to the endpoints (each
+ * delivery naming the job of its first attempt) and asks, for the commit, to wake a delivery
+ * worker up; a second queues those jobs.
  */
 export async function recordEvents(trx: DB, events: readonly NewEvent[]): Promise<RecordedEvent[]> {
   if (events.length === 0) return [];
   if (!trx.isTransaction) return trx.transaction().execute((own) => recordEvents(own, events));
-  const { rows } = await sql<RecordedEvent & { delivery_ids: string[] | null }>`
+  const { rows } = await sql<RecordedEvent & { delivery_ids: string[] | null; job_ids: string[] | null }>`
     with input as (
       select gen_random_uuid() as id, position, org_id, type, data_json
       from unnest(${events.map((event) => event.orgId)}::uuid[], ${events.map((event) => event.type)}::text[],
@@ -105,43 +107,51 @@ export async function recordEvents(trx: DB, events: readonly NewEvent[]): Promis
         ${eventBodySql({ id: sql.ref('input.id'), type: sql.ref('input.type'), createdAt: sql.ref('recorded.created_at'), dataJson: sql.ref('input.data_json') })} as body
       from input join recorded on recorded.id = input.id
     ), deliveries as (
-      insert into webhook_deliveries (event_id, endpoint_id, event_type, body)
-      select envelope.id, endpoint.id, envelope.type, envelope.body
+      insert into webhook_deliveries (event_id, endpoint_id, event_type, body, job_id)
+      select envelope.id, endpoint.id, envelope.type, envelope.body, gen_random_uuid()
       from envelope join webhook_endpoints endpoint
         on endpoint.org_id = envelope.org_id and endpoint.enabled and envelope.type = any(endpoint.event_types)
-      returning id, event_id
+      returning id, event_id, job_id
     ), fanned_out as (
-      select event_id, array_agg(id) as ids from deliveries group by event_id
+      select event_id, array_agg(id) as delivery_ids, array_agg(job_id) as job_ids from deliveries group by event_id
     )
-    select envelope.id, envelope.created_at, envelope.body, fanned_out.ids as delivery_ids,
+    select envelope.id, envelope.created_at, envelope.body, fanned_out.delivery_ids, fanned_out.job_ids,
       (select count(pg_notify(${deliveryChannel}, '')) from (select from deliveries limit 1) as some_delivery) as woken
     from envelope left join fanned_out on fanned_out.event_id = envelope.id
     order by envelope.position`.execute(trx);
-  await queueDeliveryJobs(
+  await queueAttempts(
     trx,
-    rows.flatMap((row) => (row.delivery_ids ?? []).map((id) => ({ id }))),
+    rows.flatMap((row) => (row.delivery_ids ?? []).map((deliveryId, i) => ({ deliveryId, jobId: row.job_ids![i]! }))),
     { wake: false },
   );
   return rows.map(({ id, created_at, body }) => ({ id, created_at, body }));
 }
 // ---------------------------------------------------------------------------------------------
-// 2. Queue the deliveries' jobs
+// 2. Queue the attempts' jobs
 
 /*
- * The pg-boss side of deliveries. A job carries the ids of deliveries created or planned together
- * (the events recorded together, the retries due in one second, a sweep) and says "look at
- * these deliveries at this time": each `webhook_deliveries` row says what to send and whether it is
- * still due, and its lease says who may send it. So a duplicate or late job is harmless, and a
- * missing one is recreated by the worker's sweep.
+ * The pg-boss side of deliveries. A job is one attempt of one delivery, and a pending delivery
+ * names the job of its next attempt (`job_id`): a job that the delivery does not name (a late
+ * duplicate, a job of a delivery replayed since) attempts nothing. A job's own retries, by which
+ * pg-boss offers it again when its worker died or failed to record it, keep its id, and so its
+ * right to attempt the delivery. pg-boss runs one job in one place at a time (and offers an active
+ * one again only once it expired, after its attempt can no longer be in flight), so a delivery is
+ * attempted by one process at a time.
  */
 export const deliveryQueue = 'webhook-delivery';
 /** NOTIFY channel: a commit with deliveries due now wakes a worker of every server process. */
 export const deliveryChannel = 'webhook_deliveries';
-/** At most this many deliveries per job: a worker claims them chunk by chunk. */
-const deliveriesPerJob = 1000;
 
-export interface DeliveryJob {
-  deliveryIds: string[];
+/** The data of a job: the delivery it attempts. */
+export interface AttemptJob {
+  deliveryId: string;
+}
+
+/** A job to queue: the delivery, the id it names its job by, and when the attempt starts (at once without). */
+interface QueuedAttempt {
+  deliveryId: string;
+  jobId: string;
+  startAfter?: Date;
 }
 
 /** pg-boss's `db` option over Kysely: its SQL runs on our connection or inside our transaction. */
@@ -155,30 +165,50 @@ export function kyselyExecutor(db: DB): PgBoss.Db {
 }
 
 /**
- * The queue: policy `short` allows one waiting job per singleton key. Each job gets a key of its
- * own (a job without one would share the empty key with all the others), except the sweep's: one
- * waiting at a time, however many processes sweep.
+ * The queue's options. Its retries are pg-boss's own, for a job whose worker died or could not
+ * record its attempt (the database lost): the attempts' schedule is made of jobs, not of these.
  */
 const deliveryQueueOptions = {
-  policy: 'short',
-  retryLimit: 2,
+  policy: 'standard',
+  retryLimit: 20,
   retryDelay: 5,
-  expireInSeconds: 15 * 60,
+  retryBackoff: false,
   retentionMinutes: 14 * 24 * 60,
 } as const satisfies Omit<PgBoss.Queue, 'name'>;
 
+/** A queue created by a command, before any worker brought it to its own expiry. */
+const defaultExpireInSeconds = 60;
+
 /**
- * Creates the delivery queue unless it exists, one process at a time. pg-boss's create_queue is not
- * safe against itself: two processes that create the queue at once, on a new database, can deadlock:
- * one's insert of the queue row waits for the other's transaction, which waits, to add its foreign
- * key, for the lock that the insert holds. That happened in 4 starts of 180 in a reproduction (two
- * pg-boss instances started together on a new database; none of 180 with the lock), and to the two
- * servers of enrolment.concurrency. The processes take turns under an advisory lock.
+ * Creates the delivery queue unless it exists, and, given `expireInSeconds` (a starting worker
+ * gives how long one of its attempts may last), sets its options. One process at a time, under an
+ * advisory lock: pg-boss's create_queue is not safe against itself, two processes creating the
+ * queue at once on a new database can deadlock (one's insert of the queue row waits for the
+ * other's transaction, which waits, to add its foreign key, for the lock that the insert holds).
  */
-export async function createDeliveryQueue(boss: PgBoss, db: DB): Promise<void> {
-  await withAdvisoryLock(db, advisoryLocks.deliveryQueueCreation, () =>
-    boss.createQueue(deliveryQueue, { name: deliveryQueue, ...deliveryQueueOptions }),
-  );
+export async function createDeliveryQueue(boss: PgBoss, db: DB, expireInSeconds?: number): Promise<void> {
+  await withAdvisoryLock(db, advisoryLocks.deliveryQueueCreation, async () => {
+    const options = { name: deliveryQueue, ...deliveryQueueOptions, expireInSeconds: expireInSeconds ?? defaultExpireInSeconds };
+    if (!(await boss.getQueue(deliveryQueue))) await boss.createQueue(deliveryQueue, options);
+    else if (expireInSeconds !== undefined) await boss.updateQueue(deliveryQueue, options);
+    await queueDeliveriesWithoutJob(db);
+  });
+}
+
+/**
+ * Pending deliveries of enabled endpoints that name no job, recorded before deliveries named their
+ * jobs, get theirs, each starting when it was due. Nothing else leaves such a delivery: one set
+ * aside names no job only while its endpoint is disabled.
+ */
+async function queueDeliveriesWithoutJob(db: DB): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const { rows } = await sql<QueuedAttempt & { startAfter: Date }>`
+      update webhook_deliveries d set job_id = gen_random_uuid()
+      from webhook_endpoints e
+      where e.id = d.endpoint_id and e.enabled and d.status = 'pending' and d.job_id is null
+      returning d.id as "deliveryId", d.job_id as "jobId", d.next_attempt_at as "startAfter"`.execute(trx);
+    await queueAttempts(trx, rows);
+  });
 }
 
 /** Installs (or upgrades) pg-boss's schema and creates the queue; idempotent. */
@@ -196,80 +226,85 @@ export async function installDeliveryQueue(db: DB): Promise<void> {
 let jobWriter: PgBoss | null = null;
 
 /**
- * Queues jobs for these deliveries inside the caller's transaction (they exist if and only if the
- * transaction commits): one per due second, of at most `deliveriesPerJob`, starting when the last
- * of its deliveries is due. Those due now wake a worker up at commit, unless the caller has already
- * asked for that (`wake: false`). A `singletonKey` (the sweep's, for deliveries that make one job)
- * keeps the job out while one of that key waits.
+ * Queues the jobs of these attempts inside the caller's transaction (they exist if and only if the
+ * transaction commits), each under the id its delivery names. Those due now wake a worker up at
+ * commit, unless the caller has already asked for that (`wake: false`).
  */
-export async function queueDeliveryJobs(
-  trx: DB,
-  deliveries: { id: string; startAfterSeconds?: number }[],
-  options: { wake?: boolean; singletonKey?: string } = {},
-): Promise<void> {
-  if (deliveries.length === 0) return;
-  const byDueSecond = new Map<number, typeof deliveries>();
-  for (const delivery of deliveries) {
-    const second = Math.ceil(delivery.startAfterSeconds ?? 0);
-    const group = byDueSecond.get(second);
-    if (group) group.push(delivery);
-    else byDueSecond.set(second, [delivery]);
-  }
-  const jobs = [...byDueSecond.values()].flatMap((due) =>
-    Array.from({ length: Math.ceil(due.length / deliveriesPerJob) }, (_, index) => {
-      const chunk = due.slice(index * deliveriesPerJob, (index + 1) * deliveriesPerJob);
-      const startAfterSeconds = Math.max(...chunk.map((delivery) => delivery.startAfterSeconds ?? 0));
-      const id = randomUUID();
-      return {
-        id,
-        name: deliveryQueue,
-        data: { deliveryIds: chunk.map((delivery) => delivery.id) } satisfies DeliveryJob,
-        singletonKey: options.singletonKey ?? id,
-        ...(startAfterSeconds > 0 ? { startAfter: String(startAfterSeconds) } : {}),
-      };
-    }),
-  );
+async function queueAttempts(trx: DB, attempts: readonly QueuedAttempt[], options: { wake?: boolean } = {}): Promise<void> {
+  if (attempts.length === 0) return;
   jobWriter ??= new PgBoss({ db: { executeSql: () => Promise.reject(new Error('unused')) }, supervise: false, schedule: false });
-  await jobWriter.insert(jobs, { db: kyselyExecutor(trx) });
-  if (options.wake !== false && deliveries.some((delivery) => !delivery.startAfterSeconds))
+  await jobWriter.insert(
+    attempts.map((attempt) => ({
+      id: attempt.jobId,
+      name: deliveryQueue,
+      data: { deliveryId: attempt.deliveryId } satisfies AttemptJob,
+      ...(attempt.startAfter ? { startAfter: attempt.startAfter } : {}),
+    })),
+    { db: kyselyExecutor(trx) },
+  );
+  const now = Date.now();
+  if (options.wake !== false && attempts.some((attempt) => !attempt.startAfter || attempt.startAfter.getTime() <= now))
     await sql`select pg_notify(${deliveryChannel}, '')`.execute(trx);
 }
+/**
+ * The jobs of recorded attempts end in the transaction that records them: deleted, since the
+ * delivery rows are the record (pg-boss's completion of the batch then finds nothing to do).
+ */
+async function endJobs(trx: DB, jobIds: readonly string[]): Promise<void> {
+  jobWriter ??= new PgBoss({ db: { executeSql: () => Promise.reject(new Error('unused')) }, supervise: false, schedule: false });
+  await jobWriter.deleteJob(deliveryQueue, [...jobIds], { db: kyselyExecutor(trx) });
+}
 // ---------------------------------------------------------------------------------------------
-// 3. Claim the due deliveries
+// 3. Take the deliveries the jobs may attempt
 
-/** A delivery the worker holds the lease of: everything needed to send it. */
-export interface ClaimedDelivery {
+/** A delivery a job may attempt now: everything needed to send it, and the job. */
+export interface DueDelivery {
   id: string;
+  job_id: string;
   endpoint_id: string;
   event_type: EventType;
   body: string;
   url: string;
   /** The current secret, then the previous one while it is still valid. */
   secrets: string[];
-  lease_token: string;
 }
 
 /**
- * Takes the lease of those deliveries that are due, pending, on an enabled endpoint and not leased
- * by anyone else. The conditional update is atomic: of two processes claiming one delivery, one
- * gets it, the other gets nothing. The lease outlasts one attempt (timeout included), so that a
- * holder that crashed is replaced only after its attempt can no longer be in flight.
+ * The deliveries these jobs may attempt: pending, naming the job, on an enabled endpoint. The
+ * others attempt nothing: delivered, dead or naming another job, they are left as they are; on a
+ * disabled endpoint, they are set aside.
  */
-export async function claimDeliveries(db: DB, ids: readonly string[], leaseSeconds: number): Promise<ClaimedDelivery[]> {
-  if (ids.length === 0) return [];
-  const leaseToken = randomUUID();
-  const result = await sql<ClaimedDelivery>`
-    update webhook_deliveries d
-    set lease_token = ${leaseToken}, lease_expires_at = now() + make_interval(secs => ${leaseSeconds})
-    from webhook_endpoints e
-    where d.id = any(${[...ids]}::uuid[]) and e.id = d.endpoint_id
-      and d.status = 'pending' and e.enabled and d.next_attempt_at <= now()
-      and (d.lease_expires_at is null or d.lease_expires_at <= now())
-    returning d.id, d.endpoint_id, d.event_type, d.body, e.url, d.lease_token,
-      array_remove(array[e.secret, case when e.previous_secret_expires_at > now() then e.previous_secret end], null) as secrets`.execute(
-    db,
-  );
-  return result.rows;
+export async function takeDueDeliveries(db: DB, jobs: readonly { id: string; data: AttemptJob }[]): Promise<DueDelivery[]> {
+  if (jobs.length === 0) return [];
+  const { rows } = await sql<DueDelivery & { enabled: boolean }>`
+    select d.id, d.job_id, d.endpoint_id, d.event_type, d.body, e.url, e.enabled,
+      array_remove(array[e.secret, case when e.previous_secret_expires_at > now() then e.previous_secret end], null) as secrets
+    from unnest(${jobs.map((job) => job.data.deliveryId)}::uuid[], ${jobs.map((job) => job.id)}::uuid[]) as job(delivery_id, id)
+    join webhook_deliveries d on d.id = job.delivery_id and d.job_id = job.id
+    join webhook_endpoints e on e.id = d.endpoint_id
+    where d.status = 'pending'`.execute(db);
+  const onDisabled = rows.filter((row) => !row.enabled);
+  const setAside = onDisabled.length > 0 ? await setAsideDeliveries(db, onDisabled) : new Set<string>();
+  return rows.filter((row) => !setAside.has(row.id)).map(({ enabled: _enabled, ...delivery }) => delivery);
+}
+
+/**
+ * Deliveries of endpoints found disabled are kept pending and name no job until the endpoint is
+ * enabled again (enableEndpoint queues them). The endpoint's row is share-locked: an enabling in
+ * progress is waited for, and an endpoint enabled meanwhile keeps its deliveries, which go now.
+ * Returns those set aside.
+ */
+async function setAsideDeliveries(db: DB, deliveries: readonly DueDelivery[]): Promise<Set<string>> {
+  const { rows } = await sql<{ id: string }>`
+    with disabled as (
+      select id from webhook_endpoints where id = any(${[...new Set(deliveries.map((d) => d.endpoint_id))]}::uuid[]) and not enabled
+      for share
+    )
+    update webhook_deliveries d set job_id = null
+    from unnest(${deliveries.map((d) => d.id)}::uuid[], ${deliveries.map((d) => d.job_id)}::uuid[]) as named(id, job_id), disabled
+    where d.id = named.id and d.job_id = named.job_id and d.endpoint_id = disabled.id
+    returning d.id`.execute(db);
+  return new Set(rows.map((row) => row.id));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,25 +323,27 @@ export interface AttemptOutcome {
 
 /**
  * Writes the outcome of attempts: each attempt is logged; a success marks its delivery delivered
- * and resets the endpoint's failure count; a failure plans the next attempt (or `dead` after the
- * last one), counts towards disabling the endpoint and queues the job of the next attempt. Only
- * the holder of the lease changes a delivery (one that lost its lease still logs its attempt).
- * Without failures, one statement does it all.
+ * and resets the endpoint's failure count; a failure queues the next attempt's job, to start after
+ * the schedule's delay (or makes the delivery `dead` after the last one), and counts towards
+ * disabling the endpoint. Only the job a delivery names changes it (one that lost that right still
+ * logs its attempt). The attempts' jobs end in the same transaction.
  */
 export async function recordAttempts(
   db: DB,
-  attempts: { delivery: ClaimedDelivery; outcome: AttemptOutcome }[],
+  attempts: { delivery: DueDelivery; outcome: AttemptOutcome }[],
   policy: { retryDelaysSeconds: readonly number[]; disableAfter: number },
 ): Promise<RecordedAttempts> {
   const succeeded = attempts.filter((a) => a.outcome.succeeded).map((a) => a.delivery);
   const failed = attempts.filter((a) => !a.outcome.succeeded).map((a) => a.delivery);
-  if (failed.length === 0) {
-    if (attempts.length > 0) await logAttemptsAndSuccesses(db, attempts, succeeded);
-    return { succeeded: succeeded.length, failed: 0, dead: 0 };
-  }
+  if (attempts.length === 0) return { succeeded: 0, failed: 0, dead: 0 };
   const dead = await db.transaction().execute(async (trx) => {
     await logAttemptsAndSuccesses(trx, attempts, succeeded);
-    return planRetries(trx, failed, policy);
+    const madeDead = failed.length > 0 ? await queueRetries(trx, failed, policy) : 0;
+    await endJobs(
+      trx,
+      attempts.map((a) => a.delivery.job_id),
+    );
+    return madeDead;
   });
   return { succeeded: succeeded.length, failed: failed.length - dead, dead };
 }
@@ -325,16 +362,16 @@ export interface RecordedAttempts {
  */
 async function logAttemptsAndSuccesses(
   db: DB,
-  attempts: { delivery: ClaimedDelivery; outcome: AttemptOutcome }[],
-  succeeded: ClaimedDelivery[],
+  attempts: { delivery: DueDelivery; outcome: AttemptOutcome }[],
+  succeeded: DueDelivery[],
 ): Promise<void> {
   const outcomes = attempts.map((a) => a.outcome);
   await sql`
     with delivered as (
       update webhook_deliveries d
-      set status = 'delivered', attempt_count = attempt_count + 1, delivered_at = now(), lease_token = null, lease_expires_at = null
-      from unnest(${succeeded.map((d) => d.id)}::uuid[], ${succeeded.map((d) => d.lease_token)}::uuid[]) as s(id, token)
-      where d.id = s.id and d.lease_token = s.token
+      set status = 'delivered', attempt_count = attempt_count + 1, delivered_at = now(), job_id = null
+      from unnest(${succeeded.map((d) => d.id)}::uuid[], ${succeeded.map((d) => d.job_id)}::uuid[]) as s(id, job_id)
+      where d.id = s.id and d.job_id = s.job_id
     ), reset as (
       update webhook_endpoints set consecutive_failures = 0
       where id = any(${[...new Set(succeeded.map((d) => d.endpoint_id))]}::uuid[]) and consecutive_failures <> 0
@@ -346,29 +383,27 @@ async function logAttemptsAndSuccesses(
 }
 
 /**
- * Failures: the next attempt planned (or the delivery `dead` after the last one), the endpoints'
- * failure counts raised (disabling those that reach the limit), and the retries' jobs queued.
- * Returns how many deliveries this made dead.
+ * Failures: each delivery's next attempt named and its job queued, to start after the schedule's
+ * delay (`next_attempt_at` shows when), or the delivery `dead` after the last one; the endpoints'
+ * failure counts raised, disabling those that reach the limit. Returns how many this made dead.
  */
-async function planRetries(
+async function queueRetries(
   trx: DB,
-  deliveries: ClaimedDelivery[],
+  deliveries: DueDelivery[],
   policy: { retryDelaysSeconds: readonly number[]; disableAfter: number },
 ): Promise<number> {
   const maxAttempts = policy.retryDelaysSeconds.length + 1;
-  const retries = await sql<{ id: string; startAfterSeconds: number }>`
+  const outcomes = await sql<{ deliveryId: string; jobId: string | null; startAfter: Date }>`
     update webhook_deliveries d
     set attempt_count = attempt_count + 1,
       status = case when attempt_count + 1 >= ${maxAttempts} then 'dead' else 'pending' end,
       dead_at = case when attempt_count + 1 >= ${maxAttempts} then now() end,
       next_attempt_at = case when attempt_count + 1 >= ${maxAttempts} then next_attempt_at
         else now() + make_interval(secs => (${[...policy.retryDelaysSeconds]}::float8[])[attempt_count + 1]) end,
-      lease_token = null, lease_expires_at = null
-    from unnest(${deliveries.map((d) => d.id)}::uuid[], ${deliveries.map((d) => d.lease_token)}::uuid[]) as f(id, token)
-    where d.id = f.id and d.lease_token = f.token
-    returning d.id, case when d.status = 'pending' then extract(epoch from d.next_attempt_at - now())::float8 end as "startAfterSeconds"`.execute(
-    trx,
-  );
+      job_id = case when attempt_count + 1 >= ${maxAttempts} then null else gen_random_uuid() end
+    from unnest(${deliveries.map((d) => d.id)}::uuid[], ${deliveries.map((d) => d.job_id)}::uuid[]) as f(id, job_id)
+    where d.id = f.id and d.job_id = f.job_id
+    returning d.id as "deliveryId", d.job_id as "jobId", d.next_attempt_at as "startAfter"`.execute(trx);
   const failuresByEndpoint = new Map<string, number>();
   for (const d of deliveries) failuresByEndpoint.set(d.endpoint_id, (failuresByEndpoint.get(d.endpoint_id) ?? 0) + 1);
   for (const [endpointId, failures] of failuresByEndpoint) {
@@ -380,28 +415,9 @@ async function planRetries(
         disabled_reason = case when enabled and consecutive_failures + ${failures} >= ${policy.disableAfter} then 'failures' else disabled_reason end
       where id = ${endpointId}`.execute(trx);
   }
-  const planned = retries.rows.filter((r) => r.startAfterSeconds !== null);
-  await queueDeliveryJobs(trx, planned);
-  return retries.rows.length - planned.length;
-}
-
-/**
- * Pending deliveries overdue by more than `graceSeconds` that nobody holds: their job was lost (a
- * server killed mid-attempt, a wake-up consumed while the endpoint was disabled). The oldest ones
- * queued again in one job, under the sweep's key: while one such job waits, another sweep (of this
- * process or of another one) adds none. Returns how many overdue deliveries were found.
- */
-export async function requeueOverdueDeliveries(db: DB, options: { graceSeconds: number }): Promise<number> {
-  const overdue = await sql<{ id: string }>`
-    select d.id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
-    where d.status = 'pending' and e.enabled
-      and d.next_attempt_at < now() - make_interval(secs => ${options.graceSeconds})
-      and (d.lease_expires_at is null or d.lease_expires_at < now())
-    order by d.next_attempt_at
-    limit ${deliveriesPerJob}`.execute(db);
-  if (overdue.rows.length === 0) return 0;
-  await db.transaction().execute((trx) => queueDeliveryJobs(trx, overdue.rows, { singletonKey: 'overdue' }));
-  return overdue.rows.length;
+  const retries = outcomes.rows.flatMap(({ jobId, ...retry }) => (jobId === null ? [] : [{ ...retry, jobId }]));
+  await queueAttempts(trx, retries);
+  return outcomes.rows.length - retries.length;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -459,8 +475,10 @@ export async function disableEndpoint(db: DB, id: string) {
 }
 
 /**
- * (Re-)enables an endpoint with a fresh failure count, and wakes its pending deliveries up: each at
- * its own due time (a retry planned in 6 h stays in 6 h), overdue ones at once.
+ * (Re-)enables an endpoint with a fresh failure count, and resumes its pending deliveries, each at
+ * its own time: those whose job came while it was disabled (they name none) get a job that starts
+ * at once; the others keep theirs (a retry planned in 6 h stays in 6 h). `resumed_deliveries`
+ * counts them all.
  */
 export async function enableEndpoint(db: DB, id: string) {
   return db.transaction().execute(async (trx) => {
@@ -471,14 +489,20 @@ export async function enableEndpoint(db: DB, id: string) {
       .returning(endpointListing)
       .executeTakeFirst();
     if (!endpoint) return null;
-    const pending = await trx
-      .selectFrom('webhook_deliveries')
-      .select(['id', sql<number>`greatest(0, extract(epoch from next_attempt_at - now()))::float8`.as('startAfterSeconds')])
-      .where('endpoint_id', '=', id)
-      .where('status', '=', 'pending')
-      .execute();
-    await queueDeliveryJobs(trx, pending);
-    return { ...endpoint, resumed_deliveries: pending.length };
+    const { rows } = await sql<{ deliveryId: string; jobId: string | null; requeued: boolean }>`
+      with requeued as (
+        update webhook_deliveries set job_id = gen_random_uuid(), next_attempt_at = now()
+        where endpoint_id = ${id} and status = 'pending' and job_id is null
+        returning id, job_id
+      )
+      select d.id as "deliveryId", requeued.job_id as "jobId", requeued.id is not null as requeued
+      from webhook_deliveries d left join requeued on requeued.id = d.id
+      where d.endpoint_id = ${id} and d.status = 'pending'`.execute(trx);
+    await queueAttempts(
+      trx,
+      rows.flatMap((row) => (row.jobId ? [{ deliveryId: row.deliveryId, jobId: row.jobId }] : [])),
+    );
+    return { ...endpoint, resumed_deliveries: rows.length };
   });
 }
 
@@ -514,10 +538,10 @@ export async function queuePing(db: DB, endpointId: string) {
     });
     const delivery = await trx
       .insertInto('webhook_deliveries')
-      .values({ event_id: event.id, endpoint_id: endpoint.id, event_type: 'ping', body: event.body })
-      .returning('id')
+      .values({ event_id: event.id, endpoint_id: endpoint.id, event_type: 'ping', body: event.body, job_id: sql`gen_random_uuid()` })
+      .returning(['id', 'job_id'])
       .executeTakeFirstOrThrow();
-    await queueDeliveryJobs(trx, [delivery]);
+    await queueAttempts(trx, [{ deliveryId: delivery.id, jobId: delivery.job_id! }]);
     return { eventId: event.id, deliveryId: delivery.id, endpointEnabled: endpoint.enabled };
   });
 }
@@ -533,21 +557,50 @@ export async function replayDelivery(db: DB, deliveryId: string) {
       .executeTakeFirst();
     if (!current) return null;
     if (current.status === 'pending') return { id: current.id, replayed: false as const, status: current.status };
-    await trx
+    const replayed = await trx
       .updateTable('webhook_deliveries')
       .set({
         status: 'pending',
         attempt_count: 0,
         next_attempt_at: sql`now()`,
+        job_id: sql`gen_random_uuid()`,
         delivered_at: null,
         dead_at: null,
         replay_count: sql`replay_count + 1`,
       })
       .where('id', '=', deliveryId)
-      .execute();
-    await queueDeliveryJobs(trx, [{ id: deliveryId }]);
+      .returning('job_id')
+      .executeTakeFirstOrThrow();
+    await queueAttempts(trx, [{ deliveryId, jobId: replayed.job_id! }]);
     return { id: current.id, replayed: true as const, status: 'pending' as DeliveryStatus };
   });
+}
+
+/** The delivery queue as the metrics show it, across every server process. */
+export interface DeliveryQueueState {
+  /** Pending deliveries: due, planned, or set aside while their endpoint is disabled. */
+  pending: number;
+  /** Pending deliveries whose next attempt's job is due now: waiting for a worker to take it. */
+  due: number;
+  /** How long the oldest of those has waited past its time; null when none is due. */
+  oldest_due_seconds: number | null;
+  /** Endpoints disabled, by their failures or by an operator. */
+  disabled: number;
+}
+
+/**
+ * Reads the queue from the delivery rows. A pending delivery that names a job is waiting for that
+ * job, which starts at its `next_attempt_at`; one that names none is set aside, and not due.
+ */
+export async function readDeliveryQueue(db: DB): Promise<DeliveryQueueState> {
+  const { rows } = await sql<DeliveryQueueState>`
+    select count(*)::int as pending,
+      (count(*) filter (where job_id is not null and next_attempt_at <= now()))::int as due,
+      extract(epoch from now() - min(next_attempt_at) filter (where job_id is not null and next_attempt_at <= now()))::float8
+        as oldest_due_seconds,
+      (select count(*)::int from webhook_endpoints where not enabled) as disabled
+    from webhook_deliveries where status = 'pending'`.execute(db);
+  return rows[0]!;
 }
 
 export async function findDelivery(db: DB, deliveryId: string) {
@@ -557,7 +610,10 @@ export async function findDelivery(db: DB, deliveryId: string) {
   );
 }
 
-/** The delivery log of an endpoint, newest first, each delivery with its attempts in order. */
+/**
+ * The delivery log of an endpoint, newest first, each delivery with its attempts in order. A
+ * pending delivery without a job (`job_id` null) is set aside until its endpoint is enabled again.
+ */
 export async function listDeliveries(db: DB, endpointId: string, options: { status?: DeliveryStatus; limit: number }) {
   let query = db
     .selectFrom('webhook_deliveries as d')
@@ -572,6 +628,7 @@ export async function listDeliveries(db: DB, endpointId: string, options: { stat
       'd.delivered_at',
       'd.dead_at',
       'd.replay_count',
+      'd.job_id',
     ])
     .where('d.endpoint_id', '=', endpointId);
   if (options.status) query = query.where('d.status', '=', options.status);

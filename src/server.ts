@@ -169,7 +169,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void onSignal('SIGTERM'));
   // pg-boss 10 does not await the statements that complete or fail a batch of jobs, so when the
   // database is lost at that moment their rejection reaches no one. That fault is logged and
-  // survived (the delivery rows are the record: the sweep queues again what was cut short); any
+  // survived (pg-boss offers the jobs of what was cut short again once they expire); any
   // other unhandled rejection still ends the process, as Node does by default.
   process.on('unhandledRejection', (reason) => {
     if (isDatabaseUnavailable(reason)) {

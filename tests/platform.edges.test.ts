@@ -3,7 +3,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { takeAtomicPickingTurn } from '../db/enrolment';
-import { createEndpoint, recordEvent } from '../db/webhooks';
+import { createEndpoint, disableEndpoint, enableEndpoint, recordAttempts, recordEvent, takeDueDeliveries } from '../db/webhooks';
 import { buildApp } from '../src/http/app';
 import { countWebhookAttempts } from '../src/http/metrics';
 import { generateWebhookSecret } from '../src/webhooks/signature';
@@ -418,6 +418,79 @@ describe('the operators’ routes', () => {
       await Promise.all([failing.close(), answering.close(), app.close()]);
       await context.renderPool.close();
     }
+  });
+
+  it('counts as due only the deliveries whose job is due: not a retry planned later, nor one set aside while its endpoint is disabled', async () => {
+    const gauges = async () => {
+      const text = (await fixture.app.inject({ url: '/metrics' })).body;
+      const gauge = (name: string) => Number(new RegExp(`^partner_api_webhook_${name} (\\S+)$`, 'm').exec(text)![1]);
+      return {
+        pending: gauge('queue_pending'),
+        due: gauge('queue_due'),
+        oldestDue: gauge('queue_oldest_due_seconds'),
+        disabled: gauge('endpoints_disabled'),
+      };
+    };
+    const before = await gauges();
+    // A scrape reads the queue again once the last reading is 100 ms old: the readings below wait for a change.
+    const queued = await createOrgWithKeys(fixture.db, { name: 'Formations Files' });
+    // Nothing listens on port 9: no worker runs here, and one would only fail to connect.
+    const [, planned, setAside] = await Promise.all(
+      ['due', 'planned', 'set-aside'].map((path) =>
+        createEndpoint(fixture.db, {
+          orgId: queued.orgId,
+          url: `http://127.0.0.1:9/${path}`,
+          secret: generateWebhookSecret(),
+          eventTypes: ['learner.enrolled'],
+        }),
+      ),
+    );
+    const event = await recordEvent(fixture.db, {
+      orgId: queued.orgId,
+      type: 'learner.enrolled',
+      data: {
+        learner: { user_id: '3b1f7a52-9c4e-4d8a-b6e2-0c5d7f9a1e34', email: 'lea.petit@exemple.fr', name: 'Léa Petit' },
+        status: 'active',
+        programmes: [],
+      },
+    });
+    const deliveries = await fixture.db
+      .selectFrom('webhook_deliveries')
+      .select(['id', 'endpoint_id', 'job_id'])
+      .where('event_id', '=', event.id)
+      .execute();
+    const jobOf = (endpointId: string) => {
+      const delivery = deliveries.find((d) => d.endpoint_id === endpointId)!;
+      return { id: delivery.job_id!, data: { deliveryId: delivery.id } };
+    };
+    // A failed first attempt: its retry is planned an hour later.
+    const [taken] = await takeDueDeliveries(fixture.db, [jobOf(planned.id)]);
+    await recordAttempts(
+      fixture.db,
+      [
+        {
+          delivery: taken!,
+          outcome: { attemptedAt: new Date(), durationMs: 1, statusCode: 500, succeeded: false, error: null, responseExcerpt: null },
+        },
+      ],
+      { retryDelaysSeconds: [3600], disableAfter: 50 },
+    );
+    // Its endpoint disabled, a delivery is set aside when its job comes; this one has waited an hour.
+    await disableEndpoint(fixture.db, setAside.id);
+    expect(await takeDueDeliveries(fixture.db, [jobOf(setAside.id)])).toEqual([]);
+    await sql`update webhook_deliveries set next_attempt_at = now() - interval '1 hour' where id = ${jobOf(setAside.id).data.deliveryId}`.execute(
+      fixture.db,
+    );
+
+    const after = await eventually(gauges, (state) => state.pending !== before.pending, 2000);
+    expect(after.pending - before.pending).toBe(3);
+    expect(after.due - before.due).toBe(1);
+    expect(after.oldestDue).toBeLessThan(600);
+    expect(after.disabled - before.disabled).toBe(1);
+    // Enabled again, its endpoint's delivery gets a job due now.
+    await enableEndpoint(fixture.db, setAside.id);
+    const enabled = await eventually(gauges, (state) => state.due !== after.due, 2000);
+    expect(enabled.due - before.due).toBe(2);
   });
 
   it('behind a trusted load balancer, limits calls without a valid key by the client address it forwards', async () => {

@@ -1,9 +1,6 @@
 import { once } from 'node:events';
 import { connect } from 'node:net';
-import { constants, type NodeGCPerformanceDetail, PerformanceObserver } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
-import v8 from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { type RawBuilder, sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +14,6 @@ import { textFieldsOf } from '../db/resources/rendering';
 import { csvFromCopy } from '../src/formats/csv';
 import { jsonRows } from '../src/formats/json-rows';
 import { rowsOfCopy } from '../src/formats/row-batch';
-import { sheetColumns, xlsxFromCopy } from '../src/formats/xlsx/workbook';
 import { bearer } from './support/app';
 import { seededOrganisation } from './support/learning-factories';
 import { useTestApp, useTestAppOn, useTestDatabase } from './support/lifecycle';
@@ -349,88 +345,6 @@ describe('every value of an export', () => {
     const parts: Buffer[] = [];
     for await (const part of csvFromCopy(samples, Readable.from(chunks))) parts.push(part as Buffer);
     expect(Buffer.concat(parts).equals(await fileBytes(db))).toBe(true);
-  });
-});
-
-describe('the garbage of an export', () => {
-  const definition = {
-    columns: ['texte', 'nombre', 'moment'],
-    columnTypes: { texte: 'text', nombre: 'integer', moment: 'dateTime' },
-  } as const;
-  const megabytes = 12;
-
-  /** A binary COPY of the rows' text fields, as PostgreSQL sends an export, in chunks of 64 KB: `megabytes` of it, each row its own minute. */
-  function* copyChunks(): Generator<Buffer> {
-    const header = Buffer.alloc(19);
-    Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1').copy(header);
-    yield header;
-    const fields = ['a'.repeat(32), '123456', ''];
-    const rowBytes = 2 + 4 + 32 + 4 + 6 + 4 + 16;
-    const rowsPerChunk = Math.floor(65_536 / rowBytes);
-    const minute = new Date(Date.UTC(2026, 0, 1));
-    for (let sent = 0; sent < megabytes * 1024 * 1024; sent += rowsPerChunk * rowBytes) {
-      const chunk = Buffer.alloc(rowsPerChunk * rowBytes);
-      for (let row = 0, at = 0; row < rowsPerChunk; row++) {
-        minute.setUTCMinutes(minute.getUTCMinutes() + 1);
-        fields[2] = minute.toISOString().slice(0, 16).replace('T', ' ');
-        at = chunk.writeInt16BE(fields.length, at);
-        for (const field of fields) {
-          at = chunk.writeInt32BE(field.length, at);
-          at += chunk.write(field, at, 'latin1');
-        }
-      }
-      yield chunk;
-    }
-    yield Buffer.from([0xff, 0xff]);
-  }
-
-  const oldSpaceUsed = () => v8.getHeapSpaceStatistics().find((space) => space.space_name === 'old_space')!.space_used_size;
-
-  /**
-   * Runs an export, read at once as a fast client does, after a full collection. Returns the full
-   * collections there were meanwhile, and how much the old generation grew.
-   */
-  async function exportWithGc(exportFile: (copy: Readable) => Readable) {
-    const collections = { full: 0 };
-    const observer = new PerformanceObserver((entries) => {
-      for (const entry of entries.getEntries()) {
-        const { kind } = (entry as unknown as { detail: NodeGCPerformanceDetail }).detail;
-        if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) collections.full++;
-      }
-    });
-    v8.setFlagsFromString('--expose-gc');
-    globalThis.gc = runInNewContext('gc');
-    try {
-      globalThis.gc!();
-      // Node reports a collection a moment after it: this one's entry must not reach the observer.
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      observer.observe({ entryTypes: ['gc'] });
-      const before = oldSpaceUsed();
-      for await (const _part of exportFile(Readable.from(copyChunks()))) {
-        // Read at once.
-      }
-      const oldSpaceGrowthMb = (oldSpaceUsed() - before) / 1e6;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      return { ...collections, oldSpaceGrowthMb };
-    } finally {
-      globalThis.gc = undefined;
-      observer.disconnect();
-    }
-  }
-
-  const formats = [
-    ['CSV', (copy: Readable) => csvFromCopy(definition, copy)],
-    ['workbook', (copy: Readable) => xlsxFromCopy('logins', sheetColumns(definition), copy)],
-  ] as const;
-
-  // What outlives a young-generation collection goes to the old generation, garbage until a full
-  // one: an export must leave a few objects there, not one per row (the workbook's row numbers and
-  // dates, as strings of String(), did: src/formats/xlsx/cell-values.ts writeDigits).
-  it.each(formats)('%s: leaves a few objects to the old generation, not one per row', async (_format, exportFile) => {
-    const { full, oldSpaceGrowthMb } = await exportWithGc(exportFile);
-    // A full collection would have freed what went there: the growth tells only without one.
-    expect(full).toBe(0);
-    expect(oldSpaceGrowthMb).toBeLessThan(2);
   });
 });
 

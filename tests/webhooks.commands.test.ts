@@ -6,7 +6,7 @@ import { admin, adminFailure, adminText } from './support/admin';
 import { testConfig } from './support/app';
 import { createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
-import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+import { eventually, startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
 const database = useTestDatabase();
 let orgId: string;
@@ -109,8 +109,16 @@ describe('webhook commands', () => {
     await recordEvent(database.db, enrolled());
     const waiting = await admin(database.url, ['webhook', 'ping', '--id', created.id]);
     expect(waiting.note).toMatch(/désactivé/);
-    const pending = await admin(database.url, ['webhook', 'deliveries', '--id', created.id, '--status', 'pending']);
-    expect(pending.deliveries.map((d: { id: string }) => d.id)).toEqual([waiting.delivery_id]);
+    // Its job comes and sets it aside: no attempt is planned until the endpoint is enabled.
+    const pending = await eventually(
+      () => admin(database.url, ['webhook', 'deliveries', '--id', created.id, '--status', 'pending']),
+      (listing) => listing.deliveries[0]?.next_attempt_at === null,
+      10_000,
+    );
+    expect(pending.deliveries).toEqual([expect.objectContaining({ id: waiting.delivery_id, status: 'pending', next_attempt_at: null })]);
+    expect((await adminText(database.url, ['webhook', 'deliveries', '--id', created.id, '--status', 'pending'])).stdout).toMatch(
+      new RegExp(`\\n${waiting.delivery_id}  ping +en attente de la réactivation du point de réception +aucune`),
+    );
     expect(await admin(database.url, ['webhook', 'enable', '--id', created.id])).toMatchObject({ enabled: true, resumed_deliveries: 1 });
     await receiver.waitFor((r) => r.some((x) => x.deliveryId === waiting.delivery_id));
 

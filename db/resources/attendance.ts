@@ -4,36 +4,30 @@ import type { DB } from '../connection';
 import { ouiNon, parisDateTime } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { scopeCondition, windowByKeys } from './scope';
+import { byKeyInOrganisation, rowsWithKeys, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type AttendanceRow = components['schemas']['AttendanceRow'];
 
 /**
- * The attendance rows a request sees (alias `ta`, its session `ts`, the learner `m` and `a`), in
- * their order: session start, session title, the session, then email.
+ * The attendance rows a request sees (alias `ta`), in their order: session start, session title, the
+ * session, then email. Each row carries its session's start, title and programme and its learner's
+ * email (copied by triggers), so that this is one index (tutoring_attendance_org_order_idx).
  */
 export function attendanceInScope(db: DB, filter: ResourceFilter) {
-  return (
-    db
-      .selectFrom('tutoring_attendance as ta')
-      .innerJoin('tutoring_sessions as ts', 'ts.id', 'ta.session_id')
-      .innerJoin('memberships as m', 'm.id', 'ta.membership_id')
-      .innerJoin('accounts as a', 'a.id', 'm.account_id')
-      // Both sides scoped, so the session index is read for this organisation only.
-      .where('ts.org_id', '=', filter.orgId)
-      .where(
-        scopeCondition(
-          { org: 'ta.org_id', membership: 'ta.membership_id', programme: 'ts.programme_id' },
-          naturalTimestampFilter(sql.ref('ts.starts_at'), filter),
-          filter,
-        ),
-      )
-      .orderBy('ts.starts_at')
-      .orderBy('ts.title')
-      .orderBy('ts.id')
-      .orderBy('a.email')
-  );
+  return db
+    .selectFrom('tutoring_attendance as ta')
+    .where(
+      scopeCondition(
+        { org: 'ta.org_id', membership: 'ta.membership_id', programme: 'ta.session_programme_id' },
+        naturalTimestampFilter(sql.ref('ta.session_starts_at'), filter),
+        filter,
+      ),
+    )
+    .orderBy('ta.session_starts_at')
+    .orderBy('ta.session_title')
+    .orderBy('ta.session_id')
+    .orderBy('ta.email');
 }
 
 export const attendanceResource: ListResourceDefinition<'listAttendance'> = {
@@ -57,10 +51,12 @@ export const attendanceResource: ListResourceDefinition<'listAttendance'> = {
   filtersByProgramme: true,
   select(db, filter) {
     return attendanceInScope(db, filter)
-      .leftJoin('programmes as p', 'p.id', 'ts.programme_id')
+      .innerJoin('tutoring_sessions as ts', byKeyInOrganisation('ts', 'ta.session_id', filter.orgId))
+      .innerJoin('memberships as m', byKeyInOrganisation('m', 'ta.membership_id', filter.orgId))
+      .leftJoin('programmes as p', byKeyInOrganisation('p', 'ta.session_programme_id', filter.orgId))
       .select([
-        'a.name as apprenant',
-        'a.email as email',
+        'm.name as apprenant',
+        'ta.email as email',
         'ts.title as seance',
         'p.title as programme',
         'p.slug as programme_slug',
@@ -73,7 +69,7 @@ export const attendanceResource: ListResourceDefinition<'listAttendance'> = {
       ]);
   },
   keys: (db, filter) => attendanceInScope(db, filter).select('ta.id'),
-  selectWindow(db, filter, window) {
-    return windowByKeys(this.select(db, filter), sql.ref('ta.id'), this.keys!(db, filter), window);
+  selectByKeys(db, filter, keys) {
+    return rowsWithKeys(this.select(db, filter), sql.ref('ta.id'), keys);
   },
 };

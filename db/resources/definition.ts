@@ -60,11 +60,21 @@ export interface ResourceDefinition<Row extends Record<string, unknown> = Record
   /** Optional, instead of `keys`: the number of the filter's rows, computed without listing them. */
   count?(db: DB, filter: ResourceFilter): Promise<number>;
   /**
-   * Optional: the rows of one window of the order, built for that window only (a deep offset then
-   * skips cheap keys, not rendered rows). Same rows, same order as `select` with limit and offset.
+   * Optional, with `keys`: the rows of a page given the page's keys, read first from `keys` with
+   * the page's limit and offset (db/resources/list.ts). A page then builds its own rows only (a
+   * deep offset skips cheap keys, not rendered rows), and PostgreSQL plans it knowing how many rows
+   * it has. Same rows, same order as `select` with limit and offset.
+   */
+  selectByKeys?(db: DB, filter: ResourceFilter, keys: readonly PageKey[]): SelectQueryBuilder<any, any, Row>;
+  /**
+   * Optional, instead of `selectByKeys`: the rows of one window of the order, built for that window
+   * only. Same rows, same order as `select` with limit and offset.
    */
   selectWindow?(db: DB, filter: ResourceFilter, window: RowWindow): SelectQueryBuilder<any, any, Row>;
 }
+
+/** The unique key of a row, as `keys` selects it: a uuid, or a bigint read as a number. */
+export type PageKey = string | number;
 
 /** A page of a resource's order. */
 export interface RowWindow {

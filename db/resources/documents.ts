@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { parisDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { scopeCondition, windowByKeys } from './scope';
+import { byKeyInOrganisation, rowsWithKeys, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type DocumentRow = components['schemas']['DocumentRow'];
@@ -42,12 +42,11 @@ export const documentsResource: ListResourceDefinition<'listDocuments'> = {
   filtersByProgramme: true,
   select(db, filter) {
     return documentsInScope(db, filter)
-      .innerJoin('memberships as m', 'm.id', 'd.membership_id')
-      .innerJoin('accounts as a', 'a.id', 'm.account_id')
-      .innerJoin('programmes as p', 'p.id', 'd.programme_id')
+      .innerJoin('memberships as m', byKeyInOrganisation('m', 'd.membership_id', filter.orgId))
+      .innerJoin('programmes as p', byKeyInOrganisation('p', 'd.programme_id', filter.orgId))
       .select([
-        'a.name as apprenant',
-        'a.email as email',
+        'm.name as apprenant',
+        'm.email as email',
         'd.type as type',
         'p.title as programme',
         'p.slug as programme_slug',
@@ -57,7 +56,7 @@ export const documentsResource: ListResourceDefinition<'listDocuments'> = {
       ]);
   },
   keys: (db, filter) => documentsInScope(db, filter).select('d.id'),
-  selectWindow(db, filter, window) {
-    return windowByKeys(this.select(db, filter), sql.ref('d.id'), this.keys!(db, filter), window);
+  selectByKeys(db, filter, keys) {
+    return rowsWithKeys(this.select(db, filter), sql.ref('d.id'), keys);
   },
 };

@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { ouiNon, parisDate, parisDateTime } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { yearSliceFilter, yearStart } from './natural-date';
-import { scopeCondition, windowByKeys } from './scope';
+import { byKeyInOrganisation, rowsWithKeys, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type EnrollmentRow = components['schemas']['EnrollmentRow'];
@@ -16,21 +16,19 @@ export type EnrollmentRow = components['schemas']['EnrollmentRow'];
  * The rules: docs/decisions.md#year-period and #programme-followed.
  */
 
-/** Lessons of the enrolment's programme (`ey.programme_id`). */
-export const programmeLessonCount = sql<number>`(select count(*)::int from lessons lc where lc.programme_id = ey.programme_id)`;
+/** The lessons of each programme of the organisation (alias `lc`: `programme_id`, `lessons`), counted once per statement. */
+export function lessonsPerProgramme(db: DB, orgId: string) {
+  return db
+    .selectFrom('lessons as l')
+    .select(['l.programme_id', sql<number>`count(*)::int`.as('lessons')])
+    .where('l.org_id', '=', orgId)
+    .groupBy('l.programme_id')
+    .as('lc');
+}
 
 /** Progress (%): lessons viewed over lessons, rounded down so that 100 means all. */
 export function progressPercent(lessonsViewed: RawBuilder<number>, lessonsTotal: RawBuilder<number>): RawBuilder<number> {
   return sql<number>`case when ${lessonsTotal} = 0 then 0 else (100 * ${lessonsViewed} / ${lessonsTotal})::int end`;
-}
-
-/**
- * An enrolment is complete at the end of `year` when its end certificate was issued by then (the
- * generator and the write paths issue it when the last lesson is viewed); `complete_le` is that date.
- */
-export function completedBy(year: number): RawBuilder<boolean> {
-  return sql<boolean>`exists (select 1 from documents c where c.membership_id = ey.membership_id and c.programme_id = ey.programme_id
-    and c.type = 'Attestation' and c.issued_at < ${yearStart(year + 1)})`;
 }
 
 /** The enrolment years a request sees (alias `ey`), in order: natural date, then the enrolment. */
@@ -70,28 +68,30 @@ export const enrollmentsResource: ListResourceDefinition<'listEnrollments'> = {
   filtersByProgramme: true,
   select(db, filter) {
     const yearEnd = yearStart(filter.year + 1);
+    const lessonsTotal = sql<number>`coalesce(lc.lessons, 0)`;
     return (
       enrolmentsInScope(db, filter)
-        .innerJoin('programme_enrolments as pe', 'pe.id', 'ey.enrolment_id')
-        .innerJoin('memberships as m', 'm.id', 'ey.membership_id')
-        .innerJoin('accounts as a', 'a.id', 'm.account_id')
-        .innerJoin('programmes as p', 'p.id', 'ey.programme_id')
+        .innerJoin('programme_enrolments as pe', byKeyInOrganisation('pe', 'ey.enrolment_id', filter.orgId))
+        .innerJoin('memberships as m', byKeyInOrganisation('m', 'ey.membership_id', filter.orgId))
+        .innerJoin('programmes as p', byKeyInOrganisation('p', 'ey.programme_id', filter.orgId))
+        .leftJoin(lessonsPerProgramme(db, filter.orgId), 'lc.programme_id', 'ey.programme_id')
         // The certificate counts from its issue: one issued after the end of the year is not there yet.
         .leftJoin('documents as cert', (join) =>
           join
             .onRef('cert.membership_id', '=', 'ey.membership_id')
             .onRef('cert.programme_id', '=', 'ey.programme_id')
+            .on('cert.org_id', '=', filter.orgId)
             .on('cert.type', '=', 'Attestation')
             .on('cert.issued_at', '<', yearEnd),
         )
         .select([
-          'a.name as apprenant',
-          'a.email as email',
+          'm.name as apprenant',
+          'm.email as email',
           'p.title as programme',
           'p.slug as programme_slug',
-          progressPercent(sql<number>`ey.lessons_viewed`, programmeLessonCount).as('pourcentage'),
+          progressPercent(sql<number>`ey.lessons_viewed`, lessonsTotal).as('pourcentage'),
           'ey.lessons_viewed as lecons_vues',
-          programmeLessonCount.as('lecons_total'),
+          lessonsTotal.as('lecons_total'),
           ouiNon(sql`cert.id is not null`).as('complete'),
           parisDate(sql.ref('cert.issued_at')).as('complete_le'),
           parisDate(sql.ref('ey.last_activity_at')).as('derniere_activite_le'),
@@ -102,7 +102,7 @@ export const enrollmentsResource: ListResourceDefinition<'listEnrollments'> = {
     );
   },
   keys: (db, filter) => enrolmentsInScope(db, filter).select('ey.enrolment_id'),
-  selectWindow(db, filter, window) {
-    return windowByKeys(this.select(db, filter), sql.ref('ey.enrolment_id'), this.keys!(db, filter), window);
+  selectByKeys(db, filter, keys) {
+    return rowsWithKeys(this.select(db, filter), sql.ref('ey.enrolment_id'), keys);
   },
 };

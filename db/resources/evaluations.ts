@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { ouiNon, wireDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalDayFilter } from './natural-date';
-import { scopeCondition, windowByKeys, withLessonContext } from './scope';
+import { rowsWithKeys, scopeCondition, withLessonContext } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type EvaluationRow = components['schemas']['EvaluationRow'];
@@ -47,7 +47,7 @@ export const evaluationsResource: ListResourceDefinition<'listEvaluations'> = {
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
   select(db, filter) {
-    return withLessonContext(attemptsInScope(db, filter), 'qa').select([
+    return withLessonContext(attemptsInScope(db, filter), 'qa', filter.orgId).select([
       'qa.attempt_no as tentative',
       'qa.score as score',
       ouiNon(sql.ref('qa.passed')).as('reussi'),
@@ -55,7 +55,7 @@ export const evaluationsResource: ListResourceDefinition<'listEvaluations'> = {
     ]);
   },
   keys: (db, filter) => attemptsInScope(db, filter).select('qa.id'),
-  selectWindow(db, filter, window) {
-    return windowByKeys(this.select(db, filter), sql.ref('qa.id'), this.keys!(db, filter), window);
+  selectByKeys(db, filter, keys) {
+    return rowsWithKeys(this.select(db, filter), sql.ref('qa.id'), keys);
   },
 };

@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { parisDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { scopeCondition, windowByKeys, withLessonContext } from './scope';
+import { rowsWithKeys, scopeCondition, withLessonContext } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type LessonRatingRow = components['schemas']['LessonRatingRow'];
@@ -42,14 +42,14 @@ export const lessonRatingsResource: ListResourceDefinition<'listLessonRatings'> 
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
   select(db, filter) {
-    return withLessonContext(lessonRatingsInScope(db, filter), 'lr').select([
+    return withLessonContext(lessonRatingsInScope(db, filter), 'lr', filter.orgId).select([
       'lr.rating as note',
       'lr.comment as commentaire',
       parisDate(sql.ref('lr.submitted_at')).as('soumis_le'),
     ]);
   },
   keys: (db, filter) => lessonRatingsInScope(db, filter).select('lr.id'),
-  selectWindow(db, filter, window) {
-    return windowByKeys(this.select(db, filter), sql.ref('lr.id'), this.keys!(db, filter), window);
+  selectByKeys(db, filter, keys) {
+    return rowsWithKeys(this.select(db, filter), sql.ref('lr.id'), keys);
   },
 };

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { type SelectQueryBuilder, sql } from 'kysely';
 import type { Database, DB } from '../connection';
 import { copyOut, copyOutWhole } from '../copy';
-import type { ResourceDefinition, ResourceFilter, RowWindow } from './definition';
+import type { PageKey, ResourceDefinition, ResourceFilter, RowWindow } from './definition';
 import { textFieldsOf } from './rendering';
 
 // Any resource's query: the machinery reads rows without caring for their shape.
@@ -32,8 +32,27 @@ export function allowedWindow(limit: number, offset: number, cap: number | null)
   return allowed > 0 ? { limit: allowed, offset } : null;
 }
 
-/** The query of one page of a resource: built for the page alone when the resource knows how. */
-function pageQuery(db: DB, definition: ResourceDefinition, filter: ResourceFilter, window: RowWindow): RowsQuery {
+/**
+ * The query of a page's keys: `keys` ordered, limited to the window. Undefined for a resource
+ * that does not read its pages by key.
+ */
+export function pageKeysQuery(db: DB, definition: ResourceDefinition, filter: ResourceFilter, window: RowWindow) {
+  return definition.selectByKeys && definition.keys ? definition.keys(db, filter).limit(window.limit).offset(window.offset) : undefined;
+}
+
+/** A page's keys, in order, as `pageKeysQuery` reads them (its one column). */
+export function keysOfRows(rows: readonly Record<string, unknown>[]): PageKey[] {
+  return rows.map((row) => Object.values(row)[0] as PageKey);
+}
+
+/**
+ * The query of one page of a resource: its rows by their keys (read first), or its own window, or
+ * its rows with limit and offset. The keys and the rows are read by two statements, as the count
+ * is by a third: a row deleted in between is missing from the page, as from every later one.
+ */
+export async function pageRowsQuery(db: DB, definition: ResourceDefinition, filter: ResourceFilter, window: RowWindow): Promise<RowsQuery> {
+  const keysQuery = pageKeysQuery(db, definition, filter, window);
+  if (keysQuery) return definition.selectByKeys!(db, filter, keysOfRows(await keysQuery.execute()));
   return definition.selectWindow
     ? definition.selectWindow(db, filter, window)
     : definition.select(db, filter).limit(window.limit).offset(window.offset);
@@ -54,7 +73,7 @@ export async function copyResourcePage(
 ): Promise<Buffer | null> {
   const window = allowedWindow(limit, offset, cap);
   if (window === null) return null;
-  return copyOutWhole(db, textFieldsOf(definition, pageQuery(db, definition, filter, window)));
+  return copyOutWhole(db, textFieldsOf(definition, await pageRowsQuery(db, definition, filter, window)));
 }
 
 /** Counts a resource's rows: its own count, else on its keys, else on its rows. */

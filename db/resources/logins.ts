@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { parisDateTime } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { scopeCondition, windowByKeys } from './scope';
+import { byKeyInOrganisation, rowsWithKeys, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type LoginRow = components['schemas']['LoginRow'];
@@ -46,11 +46,10 @@ export const loginsResource: ListResourceDefinition<'listLogins'> = {
   filtersByProgramme: false,
   select(db, filter) {
     return loginsInScope(db, filter)
-      .innerJoin('memberships as m', 'm.id', 'lg.membership_id')
-      .innerJoin('accounts as a', 'a.id', 'm.account_id')
+      .innerJoin('memberships as m', byKeyInOrganisation('m', 'lg.membership_id', filter.orgId))
       .select([
-        'a.name as apprenant',
-        'a.email as email',
+        'm.name as apprenant',
+        'm.email as email',
         parisDateTime(sql.ref('lg.started_at')).as('debut'),
         parisDateTime(sql.ref('lg.ended_at')).as('fin'),
         durationMinutes.as('duree_min'),
@@ -59,7 +58,7 @@ export const loginsResource: ListResourceDefinition<'listLogins'> = {
       ]);
   },
   keys: (db, filter) => loginsInScope(db, filter).select('lg.id'),
-  selectWindow(db, filter, window) {
-    return windowByKeys(this.select(db, filter), sql.ref('lg.id'), this.keys!(db, filter), window);
+  selectByKeys(db, filter, keys) {
+    return rowsWithKeys(this.select(db, filter), sql.ref('lg.id'), keys);
   },
 };

@@ -1,11 +1,11 @@
-import { type RawBuilder, sql } from 'kysely';
+import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import type { DB } from '../connection';
 import { ouiNon, parisDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, type RowWindow, typedColumns } from './definition';
-import { progressPercent } from './enrollments';
+import { lessonsPerProgramme, progressPercent } from './enrollments';
 import { yearSliceFilter, yearStart } from './natural-date';
-import { scopeCondition } from './scope';
+import { byKeyInOrganisation, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type ProgressRow = components['schemas']['ProgressRow'];
@@ -72,7 +72,9 @@ function lessonBlocks(filter: ResourceFilter): RawBuilder<unknown> {
     ordered_lessons as materialized (
       select l.id as lesson_id, l.programme_id, row_number() over (order by p.slug, mo.position, l.position) as rank,
         count(*) over (partition by l.programme_id) as lessons_total
-      from lessons l join modules mo on mo.id = l.module_id join programmes p on p.id = l.programme_id
+      from lessons l
+      join modules mo on mo.id = l.module_id and mo.org_id = ${filter.orgId}
+      join programmes p on p.id = l.programme_id and p.org_id = ${filter.orgId}
       where l.org_id = ${filter.orgId} ${lessonScope}
     ),
     counted as (select ol.lesson_id, ol.programme_id, ol.rank, ol.lessons_total, coalesce(r.n, 0) as n
@@ -96,59 +98,92 @@ interface ProgressBlockRow {
   nth: number;
 }
 
-/** The rows of the lessons of `placed` that overlap the window (all of them without a window). */
-function progressRows(db: DB, filter: ResourceFilter, window: RowWindow | null) {
-  const overlaps = window ? sql`and b.first < ${window.offset + window.limit} and b.first + b.n > ${window.offset}` : sql``;
-  const inWindow = window
-    ? sql`where r.first + r.nth - 1 >= ${window.offset} and r.first + r.nth - 1 < ${window.offset + window.limit}`
-    : sql``;
+/**
+ * The `progress` columns of year rows (alias `lpy`, with its learner's name and email and the count
+ * of its programme's lessons given as `who`), and the state at the end of the year: the lesson
+ * viewed by then, the programme's lessons viewed by then, each one row found on its unique key.
+ */
+function withProgressColumns(
+  query: SelectQueryBuilder<any, any, any>,
+  filter: ResourceFilter,
+  who: { name: string; email: string; lessonsTotal: string },
+) {
   const yearEnd = yearStart(filter.year + 1);
+  return query
+    .innerJoin('lessons as l', byKeyInOrganisation('l', 'lpy.lesson_id', filter.orgId))
+    .innerJoin('modules as mo', byKeyInOrganisation('mo', 'l.module_id', filter.orgId))
+    .innerJoin('programmes as p', byKeyInOrganisation('p', 'l.programme_id', filter.orgId))
+    .leftJoin('lesson_progress as lp', (join) =>
+      join
+        .onRef('lp.membership_id', '=', 'lpy.membership_id')
+        .onRef('lp.lesson_id', '=', 'lpy.lesson_id')
+        .on('lp.org_id', '=', filter.orgId),
+    )
+    .leftJoin('enrolment_years as ey', (join) =>
+      join
+        .onRef('ey.membership_id', '=', 'lpy.membership_id')
+        .onRef('ey.programme_id', '=', 'lpy.programme_id')
+        .on('ey.year', '=', filter.year)
+        .on('ey.org_id', '=', filter.orgId),
+    )
+    .select([
+      sql.ref(who.name).as('apprenant'),
+      sql.ref(who.email).as('email'),
+      'p.title as programme',
+      'p.slug as programme_slug',
+      progressPercent(sql<number>`coalesce(ey.lessons_viewed, 0)`, sql.ref(who.lessonsTotal) as RawBuilder<number>).as(
+        'pourcentage_programme',
+      ),
+      'mo.title as module',
+      'l.title as lecon',
+      ouiNon(sql`lp.viewed_at < ${yearEnd}`).as('vue'),
+      'lpy.visits as visites',
+      'lpy.active_minutes as temps_min',
+      parisDate(sql.ref('lpy.last_visit_at')).as('derniere_visite_le'),
+    ]);
+}
+
+/**
+ * Every row of the filter, in order: the year rows with their lesson, module, programme and learner,
+ * each joined on its key within the organisation (a join PostgreSQL sizes from its foreign key), and
+ * sorted. The order of the lessons is programme slug, module, lesson: `rank` of the pages.
+ */
+function allProgressRows(db: DB, filter: ResourceFilter) {
+  const rows = db
+    .selectFrom('lesson_progress_years as lpy')
+    .innerJoin('memberships as m', byKeyInOrganisation('m', 'lpy.membership_id', filter.orgId))
+    .innerJoin(lessonsPerProgramme(db, filter.orgId), 'lc.programme_id', 'lpy.programme_id')
+    .where(yearRowScope(filter));
+  return withProgressColumns(rows, filter, { name: 'm.name', email: 'm.email', lessonsTotal: 'lc.lessons' })
+    .orderBy('p.slug')
+    .orderBy('mo.position')
+    .orderBy('l.position')
+    .orderBy('m.email');
+}
+
+/** The rows of the window: those of the lessons of `placed` that overlap it, numbered in each lesson by email. */
+function progressWindow(db: DB, filter: ResourceFilter, window: RowWindow) {
   const rows = sql<ProgressBlockRow>`(
     with ${lessonBlocks(filter)},
     blocks as (
       select b.rank, b.first, b.lessons_total, lpy.membership_id, lpy.programme_id, lpy.lesson_id,
-        lpy.visits, lpy.active_minutes, lpy.last_visit_at, a.name, a.email,
-        row_number() over (partition by b.lesson_id order by a.email) as nth
+        lpy.visits, lpy.active_minutes, lpy.last_visit_at, m.name, m.email,
+        row_number() over (partition by b.lesson_id order by m.email) as nth
       from placed b
       join lesson_progress_years lpy on lpy.lesson_id = b.lesson_id and ${yearRowScope(filter)}
-      join memberships m on m.id = lpy.membership_id
-      join accounts a on a.id = m.account_id
-      where b.n > 0 ${overlaps}
+      join memberships m on m.id = lpy.membership_id and m.org_id = ${filter.orgId}
+      where b.n > 0 and b.first < ${window.offset + window.limit} and b.first + b.n > ${window.offset}
     )
-    select r.* from blocks r ${inWindow}
+    select r.* from blocks r
+    where r.first + r.nth - 1 >= ${window.offset} and r.first + r.nth - 1 < ${window.offset + window.limit}
   )`;
-  return (
-    db
-      .selectFrom(rows.as('lpy'))
-      .innerJoin('lessons as l', 'l.id', 'lpy.lesson_id')
-      .innerJoin('modules as mo', 'mo.id', 'l.module_id')
-      .innerJoin('programmes as p', 'p.id', 'l.programme_id')
-      // The state at the end of the year: the lesson viewed by then, the programme's lessons viewed by then.
-      .leftJoin('lesson_progress as lp', (join) =>
-        join.onRef('lp.membership_id', '=', 'lpy.membership_id').onRef('lp.lesson_id', '=', 'l.id'),
-      )
-      .leftJoin('enrolment_years as ey', (join) =>
-        join
-          .onRef('ey.membership_id', '=', 'lpy.membership_id')
-          .onRef('ey.programme_id', '=', 'l.programme_id')
-          .on('ey.year', '=', filter.year),
-      )
-      .select([
-        'lpy.name as apprenant',
-        'lpy.email as email',
-        'p.title as programme',
-        'p.slug as programme_slug',
-        progressPercent(sql<number>`coalesce(ey.lessons_viewed, 0)`, sql<number>`lpy.lessons_total`).as('pourcentage_programme'),
-        'mo.title as module',
-        'l.title as lecon',
-        ouiNon(sql`lp.viewed_at < ${yearEnd}`).as('vue'),
-        'lpy.visits as visites',
-        'lpy.active_minutes as temps_min',
-        parisDate(sql.ref('lpy.last_visit_at')).as('derniere_visite_le'),
-      ])
-      .orderBy('lpy.rank')
-      .orderBy('lpy.email')
-  );
+  return withProgressColumns(db.selectFrom(rows.as('lpy')), filter, {
+    name: 'lpy.name',
+    email: 'lpy.email',
+    lessonsTotal: 'lpy.lessons_total',
+  })
+    .orderBy('lpy.rank')
+    .orderBy('lpy.email');
 }
 
 export const progressResource: ListResourceDefinition<'listProgress'> = {
@@ -170,8 +205,8 @@ export const progressResource: ListResourceDefinition<'listProgress'> = {
   filtersByYear: true,
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
-  select: (db, filter) => progressRows(db, filter, null),
-  selectWindow: (db, filter, window) => progressRows(db, filter, window),
+  select: (db, filter) => allProgressRows(db, filter) as never,
+  selectWindow: (db, filter, window) => progressWindow(db, filter, window) as never,
   async count(db, filter) {
     const result = await sql<{ n: number }>`with ${lessonBlocks(filter)} select coalesce(sum(n), 0)::int as n from placed`.execute(db);
     return result.rows[0]!.n;

@@ -4,15 +4,16 @@ import type { DB } from '../connection';
 import { ouiNon, parisDateTime, wireDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalDayFilter } from './natural-date';
-import { scopeCondition, windowByKeys, withLessonContext } from './scope';
+import { byKeyInOrganisation, rowsWithKeys, scopeCondition, withLessonContext } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type QuizAnswerRow = components['schemas']['QuizAnswerRow'];
 
 /**
  * The answers a request sees (alias `ans`), in order: the attempts' order (day, attempt number,
- * attempt), then the question's position in the quiz, then the answer. Each answer carries its
- * attempt's learner, programme, number and day, so this is one index (quiz_answers_*_order_idx).
+ * attempt), then the question's position in the quiz, then the answer. Each answer carries what the
+ * resource shows of its attempt (learner, programme, lesson, number, day, score, verdict), so this is
+ * one index (quiz_answers_*_order_idx) and no join to the attempts.
  */
 export function answersInScope(db: DB, filter: ResourceFilter) {
   return db
@@ -56,13 +57,11 @@ export const quizAnswersResource: ListResourceDefinition<'listQuizAnswers'> = {
   filtersByUpdatedSince: true,
   filtersByProgramme: true,
   select(db, filter) {
-    const answers = answersInScope(db, filter)
-      .innerJoin('quiz_attempts as qa', 'qa.id', 'ans.attempt_id')
-      .innerJoin('quiz_questions as q', 'q.id', 'ans.question_id');
-    return withLessonContext(answers, 'qa').select([
+    const answers = answersInScope(db, filter).innerJoin('quiz_questions as q', byKeyInOrganisation('q', 'ans.question_id', filter.orgId));
+    return withLessonContext(answers, 'ans', filter.orgId).select([
       'ans.attempt_no as tentative',
-      'qa.score as score_tentative',
-      ouiNon(sql.ref('qa.passed')).as('reussi'),
+      'ans.attempt_score as score_tentative',
+      ouiNon(sql.ref('ans.attempt_passed')).as('reussi'),
       'q.wording as question',
       sql<string>`array_to_string(q.options, '|')`.as('options'),
       'ans.chosen_option as reponse_choisie',
@@ -73,7 +72,7 @@ export const quizAnswersResource: ListResourceDefinition<'listQuizAnswers'> = {
     ]);
   },
   keys: (db, filter) => answersInScope(db, filter).select('ans.id'),
-  selectWindow(db, filter, window) {
-    return windowByKeys(this.select(db, filter), sql.ref('ans.id'), this.keys!(db, filter), window);
+  selectByKeys(db, filter, keys) {
+    return rowsWithKeys(this.select(db, filter), sql.ref('ans.id'), keys);
   },
 };

@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { parisDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { scopeCondition, windowByKeys } from './scope';
+import { byKeyInOrganisation, rowsWithKeys, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type SatisfactionRow = components['schemas']['SatisfactionRow'];
@@ -42,12 +42,11 @@ export const satisfactionResource: ListResourceDefinition<'listSatisfaction'> = 
   filtersByProgramme: true,
   select(db, filter) {
     return surveysInScope(db, filter)
-      .innerJoin('memberships as m', 'm.id', 's.membership_id')
-      .innerJoin('accounts as a', 'a.id', 'm.account_id')
-      .innerJoin('programmes as p', 'p.id', 's.programme_id')
+      .innerJoin('memberships as m', byKeyInOrganisation('m', 's.membership_id', filter.orgId))
+      .innerJoin('programmes as p', byKeyInOrganisation('p', 's.programme_id', filter.orgId))
       .select([
-        'a.name as apprenant',
-        'a.email as email',
+        'm.name as apprenant',
+        'm.email as email',
         'p.title as programme',
         'p.slug as programme_slug',
         's.rating as note',
@@ -57,7 +56,7 @@ export const satisfactionResource: ListResourceDefinition<'listSatisfaction'> = 
       ]);
   },
   keys: (db, filter) => surveysInScope(db, filter).select('s.id'),
-  selectWindow(db, filter, window) {
-    return windowByKeys(this.select(db, filter), sql.ref('s.id'), this.keys!(db, filter), window);
+  selectByKeys(db, filter, keys) {
+    return rowsWithKeys(this.select(db, filter), sql.ref('s.id'), keys);
   },
 };

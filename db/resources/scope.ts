@@ -1,6 +1,6 @@
-import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
+import { type JoinBuilder, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database } from '../connection';
-import type { ResourceFilter, RowWindow } from './definition';
+import type { PageKey, ResourceFilter } from './definition';
 
 /** Where a resource's base table keeps its organisation, learner and (if any) programme. */
 export interface ScopeColumns {
@@ -24,12 +24,20 @@ export function scopeCondition(columns: ScopeColumns, natural: RawBuilder<boolea
 type AnySelect<Row = any> = SelectQueryBuilder<Database, any, Row>;
 
 /**
- * A window of `select` that builds only the window's rows: the window is taken on the cheap ordered
- * keys, and `select` (which orders itself) is restricted to them. `= any(array(...))` makes the
- * keys one value computed first, so the planner looks the rows up by key instead of joining all.
+ * The rows of `select` (which orders itself) whose `key` is one of a page's keys. The keys are a
+ * value in the statement, so PostgreSQL plans for that many rows, looked up by key.
  */
-export function windowByKeys<Row>(select: AnySelect<Row>, key: RawBuilder<unknown>, keys: AnySelect, window: RowWindow): AnySelect<Row> {
-  return select.where(sql<boolean>`${key} = any(array(${keys.limit(window.limit).offset(window.offset)}))`);
+export function rowsWithKeys<Row>(select: AnySelect<Row>, key: RawBuilder<unknown>, keys: readonly PageKey[]): AnySelect<Row> {
+  return select.where(sql<boolean>`${key} = any(${keys})`);
+}
+
+/**
+ * The join of a table (alias `joined`) on its key `joined.id` = `key`, within the organisation: its
+ * rows are looked up by key, or, when PostgreSQL builds a hash of them, read from its index on the
+ * organisation, never from the whole platform's.
+ */
+export function byKeyInOrganisation(joined: string, key: string, orgId: string) {
+  return (join: JoinBuilder<any, any>) => join.onRef(`${joined}.id`, '=', key).on(`${joined}.org_id`, '=', orgId);
 }
 
 /**
@@ -37,16 +45,15 @@ export function windowByKeys<Row>(select: AnySelect<Row>, key: RawBuilder<unknow
  * `membership_id`, `programme_id` and `lesson_id`, selected as the contract's first six columns of
  * `evaluations`, `quiz-answers` and `lesson-ratings`.
  */
-export function withLessonContext(query: AnySelect, source: string): AnySelect {
+export function withLessonContext(query: AnySelect, source: string, orgId: string): AnySelect {
   return query
-    .innerJoin('memberships as m', 'm.id', sql.ref(`${source}.membership_id`) as never)
-    .innerJoin('accounts as a', 'a.id', 'm.account_id')
-    .innerJoin('programmes as p', 'p.id', sql.ref(`${source}.programme_id`) as never)
-    .innerJoin('lessons as l', 'l.id', sql.ref(`${source}.lesson_id`) as never)
-    .innerJoin('modules as mo', 'mo.id', 'l.module_id')
+    .innerJoin('memberships as m', byKeyInOrganisation('m', `${source}.membership_id`, orgId))
+    .innerJoin('programmes as p', byKeyInOrganisation('p', `${source}.programme_id`, orgId))
+    .innerJoin('lessons as l', byKeyInOrganisation('l', `${source}.lesson_id`, orgId))
+    .innerJoin('modules as mo', byKeyInOrganisation('mo', 'l.module_id', orgId))
     .select([
-      'a.name as apprenant',
-      'a.email as email',
+      'm.name as apprenant',
+      'm.email as email',
       'p.title as programme',
       'p.slug as programme_slug',
       'mo.title as module',

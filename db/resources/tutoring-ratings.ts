@@ -4,29 +4,35 @@ import type { DB } from '../connection';
 import { parisDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { scopeCondition, windowByKeys } from './scope';
+import { byKeyInOrganisation, rowsWithKeys, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type TutoringRatingRow = components['schemas']['TutoringRatingRow'];
 
 /**
- * The tutoring ratings a request sees (alias `tr`, with its session `ts`), in their order:
- * submission, then the rating. The programme is the session's.
+ * The tutoring ratings a request sees (alias `tr`), in their order: submission, then the rating
+ * (tutoring_ratings_org_submitted_idx). The programme is the session's: the organisation's sessions
+ * of that programme.
  */
 export function tutoringRatingsInScope(db: DB, filter: ResourceFilter) {
-  return db
+  let query = db
     .selectFrom('tutoring_ratings as tr')
-    .innerJoin('tutoring_sessions as ts', 'ts.id', 'tr.session_id')
-    .where('ts.org_id', '=', filter.orgId)
     .where(
       scopeCondition(
-        { org: 'tr.org_id', membership: 'tr.membership_id', programme: 'ts.programme_id' },
+        { org: 'tr.org_id', membership: 'tr.membership_id' },
         naturalTimestampFilter(sql.ref('tr.submitted_at'), filter),
         filter,
       ),
-    )
-    .orderBy('tr.submitted_at')
-    .orderBy('tr.id');
+    );
+  if (filter.programmeId) {
+    const sessions = db
+      .selectFrom('tutoring_sessions as pts')
+      .select('pts.id')
+      .where('pts.org_id', '=', filter.orgId)
+      .where('pts.programme_id', '=', filter.programmeId);
+    query = query.where('tr.session_id', 'in', sessions);
+  }
+  return query.orderBy('tr.submitted_at').orderBy('tr.id');
 }
 
 export const tutoringRatingsResource: ListResourceDefinition<'listTutoringRatings'> = {
@@ -49,12 +55,12 @@ export const tutoringRatingsResource: ListResourceDefinition<'listTutoringRating
   filtersByProgramme: true,
   select(db, filter) {
     return tutoringRatingsInScope(db, filter)
-      .innerJoin('memberships as m', 'm.id', 'tr.membership_id')
-      .innerJoin('accounts as a', 'a.id', 'm.account_id')
-      .leftJoin('programmes as p', 'p.id', 'ts.programme_id')
+      .innerJoin('tutoring_sessions as ts', byKeyInOrganisation('ts', 'tr.session_id', filter.orgId))
+      .innerJoin('memberships as m', byKeyInOrganisation('m', 'tr.membership_id', filter.orgId))
+      .leftJoin('programmes as p', byKeyInOrganisation('p', 'ts.programme_id', filter.orgId))
       .select([
-        'a.name as apprenant',
-        'a.email as email',
+        'm.name as apprenant',
+        'm.email as email',
         'ts.title as seance',
         'p.title as programme',
         'p.slug as programme_slug',
@@ -66,7 +72,7 @@ export const tutoringRatingsResource: ListResourceDefinition<'listTutoringRating
       ]);
   },
   keys: (db, filter) => tutoringRatingsInScope(db, filter).select('tr.id'),
-  selectWindow(db, filter, window) {
-    return windowByKeys(this.select(db, filter), sql.ref('tr.id'), this.keys!(db, filter), window);
+  selectByKeys(db, filter, keys) {
+    return rowsWithKeys(this.select(db, filter), sql.ref('tr.id'), keys);
   },
 };

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import { parisDate, parisDay } from '../render';
 import { type ListResourceDefinition, typedColumns } from './definition';
+import { rowsWithKeys } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type UserRow = components['schemas']['UserRow'];
@@ -26,7 +27,6 @@ export const usersResource: ListResourceDefinition<'listUsers'> = {
   select(db, filter) {
     let query = db
       .selectFrom('memberships as m')
-      .innerJoin('accounts as a', 'a.id', 'm.account_id')
       .select((eb) => {
         // The learner's live licence if any, else the latest one they held (revoked). Scalar
         // subqueries, not a join: PostgreSQL evaluates them only for the rows of the page, and
@@ -36,13 +36,14 @@ export const usersResource: ListResourceDefinition<'listUsers'> = {
             .selectFrom('licences as l')
             .select(`l.${column}`)
             .whereRef('l.membership_id', '=', 'm.id')
+            .where('l.org_id', '=', filter.orgId)
             .orderBy(sql`l.status in ('attribuée', 'activée')`, 'desc')
             .orderBy('l.assigned_at', (order) => order.desc().nullsLast())
             .orderBy('l.id')
             .limit(1);
         return [
-          'a.name as nom',
-          'a.email as email',
+          'm.name as nom',
+          'm.email as email',
           'm.status as statut',
           currentLicence('type').as('licence_type'),
           currentLicence('status').as('licence_statut'),
@@ -52,13 +53,17 @@ export const usersResource: ListResourceDefinition<'listUsers'> = {
       .where('m.org_id', '=', filter.orgId);
     if (filter.membershipId) query = query.where('m.id', '=', filter.membershipId);
     if (filter.updatedSince) query = query.where(parisDay(membershipDate), '>=', filter.updatedSince);
-    return query.orderBy(parisDay(membershipDate)).orderBy('a.email') as never;
+    return query.orderBy(parisDay(membershipDate)).orderBy('m.email') as never;
   },
-  // Counting needs the memberships alone: memberships_org_listing_idx answers it.
+  // The memberships alone, in order: memberships_org_listing_idx counts them and places a page.
   keys(db, filter) {
     let query = db.selectFrom('memberships as m').select('m.id').where('m.org_id', '=', filter.orgId);
     if (filter.membershipId) query = query.where('m.id', '=', filter.membershipId);
     if (filter.updatedSince) query = query.where(parisDay(membershipDate), '>=', filter.updatedSince);
-    return query;
+    return query.orderBy(parisDay(membershipDate)).orderBy('m.email');
+  },
+  // A deep page takes its learners' licences for its own rows only, not for those it skips.
+  selectByKeys(db, filter, keys) {
+    return rowsWithKeys(this.select(db, filter), sql.ref('m.id'), keys);
   },
 };

@@ -149,6 +149,35 @@ export interface EnrolmentYearsTable {
   lessons_viewed: ColumnType<number, never, never>;
 }
 
+/**
+ * A learner's figures of one Paris year with any activity (the `learners` row of that year), kept by
+ * triggers from the facts the detail resources list (never write it). A year without a row is a
+ * year of zeros, without a score or a survey.
+ */
+export interface LearnerYearsTable {
+  membership_id: ColumnType<string, never, never>;
+  year: ColumnType<number, never, never>;
+  org_id: ColumnType<string, never, never>;
+  logins: ColumnType<number, never, never>;
+  active_minutes: ColumnType<number, never, never>;
+  course_minutes: ColumnType<number, never, never>;
+  lab_minutes: ColumnType<number, never, never>;
+  tutoring_minutes: ColumnType<number, never, never>;
+  programmes_followed: ColumnType<number, never, never>;
+  programmes_completed: ColumnType<number, never, never>;
+  evaluations_passed: ColumnType<number, never, never>;
+  evaluations_total: ColumnType<number, never, never>;
+  /** The rounded mean score of the passed attempts; null without one. */
+  mean_score: ColumnType<number | null, never, never>;
+  tutoring_sessions: ColumnType<number, never, never>;
+  sessions_present: ColumnType<number, never, never>;
+  pif_issued: ColumnType<number, never, never>;
+  certificates_issued: ColumnType<number, never, never>;
+  /** The year's last survey; null without one. */
+  satisfaction_rating: ColumnType<number | null, never, never>;
+  satisfaction_nps: ColumnType<number | null, never, never>;
+}
+
 export interface TutoringSessionsTable {
   id: Generated<string>;
   org_id: string;
@@ -169,6 +198,11 @@ export interface TutoringAttendanceTable {
   connected_minutes: Generated<number>;
   signed_by_learner: Generated<boolean>;
   signed_by_trainer: Generated<boolean>;
+  /** Copied from the session and the learner by triggers (`attendance` is ordered on them): never write them. */
+  session_starts_at: ColumnType<Date, Date | string | undefined, never>;
+  session_title: ColumnType<string, string | undefined, never>;
+  session_programme_id: ColumnType<string | null, string | null | undefined, never>;
+  email: ColumnType<string, string | undefined, never>;
 }
 
 /**
@@ -229,6 +263,9 @@ export interface QuizAnswersTable {
   attempt_no: ColumnType<number, number | undefined, never>;
   /** The attempt's Paris day, 'YYYY-MM-DD'. */
   attempt_day: ColumnType<string, string | undefined, never>;
+  lesson_id: ColumnType<string, string | undefined, never>;
+  attempt_score: ColumnType<number, number | undefined, never>;
+  attempt_passed: ColumnType<boolean, boolean | undefined, never>;
   chosen_option: string;
   is_correct: boolean;
   answered_at: Timestamp;
@@ -292,6 +329,7 @@ export interface LearningTables {
   lesson_progress: LessonProgressTable;
   lesson_progress_years: LessonProgressYearsTable;
   enrolment_years: EnrolmentYearsTable;
+  learner_years: LearnerYearsTable;
   lesson_progress_days: LessonProgressCountsTable;
   lesson_progress_months: LessonProgressCountsTable;
   tutoring_sessions: TutoringSessionsTable;

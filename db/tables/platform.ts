@@ -29,6 +29,9 @@ export interface MembershipsTable {
   id: Generated<string>;
   org_id: string;
   account_id: string;
+  /** Copied from the account by triggers (organisations' reads never touch accounts): never write them. */
+  email: ColumnType<string, string | undefined, never>;
+  name: ColumnType<string | null, string | null | undefined, never>;
   status: MembershipStatus;
   invited_at: Timestamp | null;
   joined_at: Timestamp | null;

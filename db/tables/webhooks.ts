@@ -31,9 +31,10 @@ export interface WebhookDeliveriesTable {
   body: string;
   status: Generated<DeliveryStatus>;
   attempt_count: Generated<number>;
+  /** When the next attempt was planned for, as shown in the delivery log; its job decides. */
   next_attempt_at: GeneratedTimestamp;
-  lease_token: string | null;
-  lease_expires_at: Timestamp | null;
+  /** The pg-boss job of the next attempt, the only one that may make it; null when none is planned. */
+  job_id: string | null;
   delivered_at: Timestamp | null;
   dead_at: Timestamp | null;
   replay_count: Generated<number>;

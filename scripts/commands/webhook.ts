@@ -105,7 +105,10 @@ function deliveryLog(deliveries: Delivery[]): string {
     return attempts.map((attempt, i) => ({ delivery, attempt, first: i === 0, number: i + 1 }));
   });
   const outcome = (delivery: Delivery) => {
-    if (delivery.status === 'pending') return `en attente, prochain envoi ${operatorDateTime(delivery.next_attempt_at)}`;
+    if (delivery.status === 'pending')
+      return delivery.job_id === null
+        ? 'en attente de la réactivation du point de réception'
+        : `en attente, prochain envoi ${operatorDateTime(delivery.next_attempt_at)}`;
     if (delivery.status === 'delivered') return `livrée le ${operatorDateTime(delivery.delivered_at)}`;
     return `abandonnée le ${operatorDateTime(delivery.dead_at)}`;
   };
@@ -262,7 +265,8 @@ export const commands: AdminCommand[] = [
             event: d.event_type,
             status: d.status,
             attempt_count: d.attempt_count,
-            next_attempt_at: d.status === 'pending' ? d.next_attempt_at.toISOString() : null,
+            // None planned for a delivery set aside while its endpoint is disabled.
+            next_attempt_at: d.status === 'pending' && d.job_id !== null ? d.next_attempt_at.toISOString() : null,
             created_at: d.created_at.toISOString(),
             delivered_at: d.delivered_at?.toISOString() ?? null,
             dead_at: d.dead_at?.toISOString() ?? null,

@@ -31,30 +31,41 @@ function isFormulaStart(byte: number): boolean {
   return byte === 0x3d || byte === 0x2b || byte === 0x2d || byte === 0x40 || byte === tab || byte === carriageReturn;
 }
 
-/** 1 for the bytes that call for quotes: a quote, a comma, a line break. */
-const needsQuotes = new Uint8Array(256);
-for (const byte of [quote, comma, lineFeed, carriageReturn]) needsQuotes[byte] = 1;
+// What a byte may call for: quotes (a quote, a comma, a line break) or a closer look (0xEF, the
+// first byte of a BOM). One table read per byte while a text is copied.
+const callsForQuotes = 1;
+const maybeByteOrderMark = 2;
+const byteKinds = new Uint8Array(256);
+for (const byte of [quote, comma, lineFeed, carriageReturn]) byteKinds[byte] = callsForQuotes;
+byteKinds[0xef] = maybeByteOrderMark;
 
 function holdsByteOrderMark(source: Buffer, start: number, end: number): boolean {
-  for (let at = source.indexOf(0xef, start); at !== -1 && at + 2 < end; at = source.indexOf(0xef, at + 1)) {
-    if (source[at + 1] === 0xbb && source[at + 2] === 0xbf) return true;
+  for (let at = start; at + 2 < end; at++) {
+    if (source[at] === 0xef && source[at + 1] === 0xbb && source[at + 2] === 0xbf) return true;
   }
   return false;
 }
 
-/** Whether a text cell needs quotes (and its formula guard): see the rules above. */
-function needsQuoting(source: Buffer, start: number, end: number): boolean {
-  const first = source[start]!;
-  if (isFormulaStart(first) || first === space || source[end - 1] === space) return true;
-  for (let i = start; i < end; i++) if (needsQuotes[source[i]!] === 1) return true;
-  return holdsByteOrderMark(source, start, end);
-}
-
-/** Writes one text cell, `source[start, end)`, at `at` in `target`; returns where it ends. */
+/**
+ * Writes one text cell, `source[start, end)`, at `at` in `target`; returns where it ends. The text
+ * is copied as it is read, and written again quoted in the rare case it needs quotes (see the rules
+ * above).
+ */
 function writeTextCell(source: Buffer, start: number, end: number, target: Buffer, at: number): number {
-  if (start === end || !needsQuoting(source, start, end)) return copyBytes(source, start, end, target, at);
+  if (start === end) return at;
+  let kinds = 0;
+  let written = at;
+  for (let i = start; i < end; i++) {
+    const byte = source[i]!;
+    target[written++] = byte;
+    kinds |= byteKinds[byte]!;
+  }
+  const first = source[start]!;
+  const formula = isFormulaStart(first);
+  const plain = kinds === 0 || (kinds === maybeByteOrderMark && !holdsByteOrderMark(source, start, end));
+  if (plain && !formula && first !== space && source[end - 1] !== space) return written;
   target[at++] = quote;
-  if (isFormulaStart(source[start]!)) target[at++] = apostrophe;
+  if (formula) target[at++] = apostrophe;
   for (let i = start; i < end; i++) {
     const byte = source[i]!;
     target[at++] = byte;

@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { type DB, poolOf } from '../../db/connection';
+import { type DeliveryQueueState, readDeliveryQueue } from '../../db/webhooks';
 
 /**
  * Prometheus metrics of one server process (prom-client), in a registry of its own: requests by
@@ -24,13 +24,6 @@ export function countWebhookAttempts(metrics: Metrics) {
     metrics.webhookAttempts.inc({ outcome: 'failed' }, failed);
     metrics.webhookAttempts.inc({ outcome: 'dead' }, dead);
   };
-}
-
-interface QueueState {
-  pending: number;
-  due: number;
-  oldest_due_seconds: number | null;
-  disabled: number;
 }
 
 export function createMetrics(db: DB): Metrics {
@@ -117,24 +110,15 @@ function registerPoolMetrics(registry: Registry, db: DB): void {
 
 /** The webhook queue's gauges, read from the database at each scrape: the queue is shared by every server process. */
 function registerQueueGauges(registry: Registry, db: DB): void {
-  const queue = async (): Promise<QueueState> =>
-    (
-      await sql<QueueState>`
-    select count(*)::int as pending,
-      (count(*) filter (where next_attempt_at <= now()))::int as due,
-      extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now()))::float8 as oldest_due_seconds,
-      (select count(*)::int from webhook_endpoints where not enabled) as disabled
-    from webhook_deliveries where status = 'pending'`.execute(db)
-    ).rows[0]!;
-  let reading: Promise<QueueState> | null = null;
+  let reading: Promise<DeliveryQueueState> | null = null;
   /** One query for the gauges of one scrape. */
   const readQueue = () =>
-    (reading ??= queue().finally(() =>
+    (reading ??= readDeliveryQueue(db).finally(() =>
       setTimeout(() => {
         reading = null;
       }, 100),
     ));
-  const queueGauge = (name: string, help: string, value: (state: QueueState) => number) =>
+  const queueGauge = (name: string, help: string, value: (state: DeliveryQueueState) => number) =>
     new Gauge({
       name,
       help,
@@ -146,10 +130,14 @@ function registerQueueGauges(registry: Registry, db: DB): void {
     });
   queueGauge(
     'partner_api_webhook_queue_pending',
-    'Livraisons de webhooks en attente (dues ou programmées), tous processus confondus.',
+    'Livraisons de webhooks en attente (dues, programmées, ou mises de côté tant que leur point de réception est désactivé), tous processus confondus.',
     (q) => q.pending,
   );
-  queueGauge('partner_api_webhook_queue_due', 'Livraisons de webhooks dont la tentative est due maintenant.', (q) => q.due);
+  queueGauge(
+    'partner_api_webhook_queue_due',
+    'Livraisons de webhooks dont la prochaine tentative (sa tâche) est due maintenant.',
+    (q) => q.due,
+  );
   queueGauge(
     'partner_api_webhook_queue_oldest_due_seconds',
     'Âge (secondes) de la plus ancienne livraison due et pas encore tentée ; 0 sans retard.',

@@ -46,7 +46,8 @@ const stopTimeoutMs = 15_000;
 /** PostgreSQL's last lines kept to explain a failure. */
 const keptOutputLines = 40;
 
-async function answers(url: string): Promise<boolean> {
+/** Whether a PostgreSQL accepts a connection at this URL (within a second). */
+export async function postgresAnswers(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
   // A listener that is not PostgreSQL may reset the connection after connect() gave up.
   client.on('error', () => undefined);
@@ -336,7 +337,7 @@ export async function startEmbeddedPostgres(options: {
   detached?: boolean;
 }): Promise<RunningPostgres> {
   const serverUrl = serverUrlFor(options.port);
-  if (await answers(serverUrl)) return { serverUrl, stop: async () => undefined };
+  if (await postgresAnswers(serverUrl)) return { serverUrl, stop: async () => undefined };
 
   const databaseDir = path.resolve(options.databaseDir);
   const situation: Situation = { port: options.port, databaseDir, account: null };

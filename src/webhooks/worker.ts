@@ -2,14 +2,13 @@ import pg from 'pg';
 import PgBoss from 'pg-boss';
 import type { DB } from '../../db/connection';
 import {
-  type ClaimedDelivery,
-  claimDeliveries,
+  type AttemptJob,
   createDeliveryQueue,
-  type DeliveryJob,
+  type DueDelivery,
   deliveryChannel,
   deliveryQueue,
   recordAttempts,
-  requeueOverdueDeliveries,
+  takeDueDeliveries,
 } from '../../db/webhooks';
 import type { Config } from '../config';
 import { createWebhookAgents, postWebhook, type WebhookAgents } from './http-post';
@@ -17,10 +16,11 @@ import { signatureHeader } from './signature';
 
 /*
  * The delivery worker of one server process: the half of the flow of db/webhooks.ts that is not
- * SQL. Jobs arrive, each with the ids of many deliveries (a NOTIFY at the commit of new deliveries
- * wakes a poller at once, else they poll every 0.5 s); their deliveries are claimed by chunks (their
- * lease taken), each signed and POSTed, and each chunk's attempts are recorded. Several processes
- * may run it on one database: a delivery is sent by whoever holds its lease, never twice at once.
+ * SQL. pg-boss hands its pollers batches of jobs, each job one attempt of one delivery (they poll
+ * every 0.5 s, and a NOTIFY at the commit of new deliveries wakes one at once); the deliveries the
+ * jobs may attempt are signed and POSTed together, and the batch's attempts recorded, retries
+ * queued as jobs. Several processes may run it on one database: pg-boss gives a job to one of them,
+ * and only the job a delivery names may attempt it.
  */
 
 interface Logger {
@@ -43,11 +43,9 @@ export interface WebhookDeliveryOptions {
     | 'databaseQueryTimeoutMs'
   >;
   log?: Logger;
-  /** Parallel pollers; each fetches up to `batchSize` jobs at once. */
+  /** Parallel pollers; each fetches up to `batchSize` jobs at once, and sends their deliveries together. */
   workers?: number;
   batchSize?: number;
-  /** Deliveries claimed, then sent together, at once. */
-  claimChunk?: number;
   /**
    * Polling starts once this settles (at once without it): the server's start passes the render
    * workers' warm-up, so that a backlog of deliveries does not take the cores it needs to start.
@@ -65,9 +63,8 @@ export interface WebhookDelivery {
   stop(timeoutMs?: number): Promise<void>;
 }
 
-/** Overdue deliveries nobody holds are queued again after this long (see requeueOverdueDeliveries). */
-const sweepGraceSeconds = 10;
-const sweepEveryMs = 5_000;
+/** How often pg-boss looks for jobs whose worker died (their expiry), among other upkeep. */
+const maintenanceIntervalSeconds = 15;
 /** Waits between attempts to LISTEN again after the connection dropped (the database restarting). */
 const relistenDelaysMs = [250, 500, 1000, 2000, 5000];
 /** How often the LISTEN connection is asked whether it still answers, and with what. */
@@ -87,7 +84,7 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
   const state = { stopped: false };
   const boss = await startQueue(options, log, state);
   const agents = createWebhookAgents();
-  const pollers = createPollers(boss, deliverBatch(options, agents, log, state), options);
+  const pollers = createPollers(boss, deliverBatch(options, agents, log), options);
   const listener = await listenForCommits(options, () => pollers.wakeOne(), log, state);
   // Until the pollers start, a commit wakes no one: their first fetch finds its job.
   const polling = options.deliverAfter
@@ -96,27 +93,28 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
         () => undefined,
       )
     : await pollers.start();
-  const sweeper = setInterval(() => {
-    requeueOverdueDeliveries(options.db, { graceSeconds: sweepGraceSeconds })
-      .then((count) => {
-        if (count > 0) log.info({ count }, 'webhooks : livraisons en retard remises en file');
-      })
-      .catch((error) => log.warn({ err: briefly(error) }, 'webhooks : balayage des livraisons en retard'));
-  }, sweepEveryMs);
-  sweeper.unref();
 
   return {
     async stop(timeoutMs = options.config.webhookTimeoutMs + 5_000) {
       state.stopped = true;
-      clearInterval(sweeper);
       await listener.close();
       await polling;
       // Attempts in flight finish (and are recorded) before the connections close, within the time
-      // given; one cut short is simply attempted again (its lease runs out, the sweep queues it).
+      // given; pg-boss fails the jobs of those cut short, and offers them again.
       await boss.stop({ graceful: true, wait: true, timeout: Math.max(1, timeoutMs) });
       agents.close();
     },
   };
+}
+
+/**
+ * How long one batch of attempts may last: its statements (taking the deliveries, recording the
+ * attempts) and its POSTs, each within its time limit, with a margin. pg-boss offers a job again
+ * only once this long has passed since it started: by then the attempt of a worker that died, or
+ * stopped answering, can no longer be in flight.
+ */
+export function attemptExpirySeconds(config: Pick<Config, 'webhookTimeoutMs' | 'databaseQueryTimeoutMs'>): number {
+  return Math.ceil((config.webhookTimeoutMs + 2 * (config.databaseQueryTimeoutMs + 1000)) / 1000) + 5;
 }
 
 /** pg-boss on connections of its own, with its queue; its errors logged briefly, and quietly while stopping. */
@@ -137,6 +135,7 @@ async function startQueue(options: WebhookDeliveryOptions, log: Logger, state: {
     ...(poolLimits as object),
     schedule: false,
     supervise: true,
+    maintenanceIntervalSeconds,
     migrate: true,
     // The delivery rows are the record; finished jobs need not linger.
     archiveCompletedAfterSeconds: 3600,
@@ -147,23 +146,20 @@ async function startQueue(options: WebhookDeliveryOptions, log: Logger, state: {
     else log.warn({ err: briefly(error) }, 'webhooks : erreur de la file pg-boss');
   });
   await boss.start();
-  await createDeliveryQueue(boss, options.db);
+  await createDeliveryQueue(boss, options.db, attemptExpirySeconds(options.config));
   return boss;
 }
 
 /**
- * One batch of jobs: their deliveries claimed chunk by chunk, each chunk's signed and POSTed at
- * once (so that every claimed delivery is attempted within its lease), its attempts recorded.
+ * One batch of jobs: the deliveries they may attempt, signed and POSTed at once, and their
+ * attempts recorded. A job whose delivery is not due (delivered, dead, another job named, its
+ * endpoint disabled) attempts nothing, and completes.
  */
-function deliverBatch(options: WebhookDeliveryOptions, agents: WebhookAgents, log: Logger, state: { stopped: boolean }) {
+function deliverBatch(options: WebhookDeliveryOptions, agents: WebhookAgents, log: Logger) {
   const { db, config } = options;
-  // Longer than one attempt can last (its timeout covers DNS, connection and answer), so that a
-  // lease runs out only when its holder can no longer be sending.
-  const leaseSeconds = Math.ceil((2 * config.webhookTimeoutMs) / 1000) + 5;
   const policy = { retryDelaysSeconds: config.webhookRetryDelaysSeconds, disableAfter: config.webhookDisableAfter };
-  const claimChunk = options.claimChunk ?? 50;
 
-  const send = async (delivery: ClaimedDelivery) => {
+  const send = async (delivery: DueDelivery) => {
     const timestamp = Math.floor(Date.now() / 1000);
     const outcome = await postWebhook(agents, {
       url: delivery.url,
@@ -181,38 +177,33 @@ function deliverBatch(options: WebhookDeliveryOptions, agents: WebhookAgents, lo
     return { delivery, outcome };
   };
 
-  return async (jobs: PgBoss.Job<DeliveryJob>[]) => {
-    // Jobs queued before deliveries were batched carry a single `deliveryId`: none here, their
-    // deliveries are queued again by the sweep.
-    const ids = [...new Set(jobs.flatMap((job) => job.data.deliveryIds ?? []))];
-    for (let start = 0; start < ids.length; start += claimChunk) {
-      // Stopping: the jobs fail, and pg-boss offers them again (to this process or another one).
-      if (state.stopped) throw new Error('webhooks : arrêt, livraisons restantes remises en file');
-      const claimed = await claimDeliveries(db, ids.slice(start, start + claimChunk), leaseSeconds);
-      if (claimed.length === 0) continue;
-      const attempts = await Promise.all(claimed.map(send));
-      const recorded = await recordAttempts(db, attempts, policy);
-      options.onAttempts?.(recorded.succeeded, recorded.failed, recorded.dead);
-      log.debug({ webhookAttempts: attempts.length, ...recorded }, 'webhooks : lot de tentatives');
-    }
+  return async (jobs: PgBoss.Job<AttemptJob>[]) => {
+    const due = await takeDueDeliveries(db, jobs);
+    if (due.length === 0) return;
+    const attempts = await Promise.all(due.map(send));
+    const recorded = await recordAttempts(db, attempts, policy);
+    options.onAttempts?.(recorded.succeeded, recorded.failed, recorded.dead);
+    log.debug({ webhookAttempts: attempts.length, ...recorded }, 'webhooks : lot de tentatives');
   };
 }
 
 /**
  * Parallel pollers of the queue, once started; a full batch is followed by the next fetch without
  * waiting. A commit wakes one of them, one not busy with a batch if there is one: the others would
- * fetch nothing.
+ * fetch nothing. Two pollers: one fetches and records while the other's POSTs are out. Batches
+ * are large because each of pg-boss's fetches sorts every due job (a backlog pays that sort per
+ * batch), and no larger, since a batch's POSTs are all in flight at once.
  */
-function createPollers(boss: PgBoss, handle: (jobs: PgBoss.Job<DeliveryJob>[]) => Promise<void>, options: WebhookDeliveryOptions) {
-  const batchSize = options.batchSize ?? 10;
+function createPollers(boss: PgBoss, handle: (jobs: PgBoss.Job<AttemptJob>[]) => Promise<void>, options: WebhookDeliveryOptions) {
+  const batchSize = options.batchSize ?? 100;
   const workerIds: string[] = [];
   const busy = new Set<string>();
   let next = 0;
   return {
     async start(): Promise<void> {
-      for (let i = 0; i < (options.workers ?? 4); i += 1) {
+      for (let i = 0; i < (options.workers ?? 2); i += 1) {
         let id = '';
-        id = await boss.work<DeliveryJob>(deliveryQueue, { batchSize, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+        id = await boss.work<AttemptJob>(deliveryQueue, { batchSize, pollingIntervalSeconds: 0.5, priority: false }, async (jobs) => {
           busy.add(id);
           try {
             await handle(jobs);

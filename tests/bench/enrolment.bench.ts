@@ -4,7 +4,7 @@ import { createOrgWithKeys } from '../support/factories';
 import { openBenchDatabase, percentile, report, startServerProcess } from './support';
 
 /**
- * Issue 4: POST /users against a real server process. Latency of one enrolment and of a 50-row
+ * POST /users against a real server process. Latency of one enrolment and of a 50-row
  * batch (requests one after another), then enrolments per second under 16 concurrent clients,
  * single and batched, until the licences run out. Targets: a batch of 50 under 300 ms at p99; no
  * answer but 201/200 and, once the licences are gone, the expected 409; never more enrolments than

@@ -1,10 +1,15 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { createDb, type DB } from '../../db/connection';
 import { migrateToLatest } from '../../db/migrate';
-import { startPostgresServer } from '../support/postgres-server';
+import { learnersResource } from '../../db/resources/learners';
+import { startEmbeddedPostgres } from '../../src/local/embedded-postgres';
+import { freePort } from '../support/ports';
+import { type PostgresServer, startPostgresServer } from '../support/postgres-server';
 
-import { buildServer, childProcessesOf, procStat } from '../support/server-process';
+import { buildServer, childProcessesOf, procStat, projectRoot } from '../support/server-process';
 
 export { freePort } from '../support/ports';
 export { startServerProcess } from '../support/server-process';
@@ -51,6 +56,19 @@ export async function openBenchDatabase(name = 'bench'): Promise<BenchDatabase> 
       await server.stop();
     },
   };
+}
+
+/**
+ * The PostgreSQL server of a benchmark whose databases are kept between runs (seeding them takes
+ * minutes): DATABASE_URL's server when set, else an embedded one whose data stays under
+ * .data/bench/<label> (`make clean-data` deletes it), started for the run and stopped after it.
+ */
+export async function benchPostgresServer(label: string): Promise<PostgresServer> {
+  if (process.env.DATABASE_URL) return startPostgresServer(label);
+  const databaseDir = path.join(projectRoot, '.data', 'bench', label);
+  await mkdir(path.dirname(databaseDir), { recursive: true });
+  const running = await startEmbeddedPostgres({ databaseDir, port: await freePort(), persistent: true });
+  return { serverUrl: running.serverUrl, stop: () => running.stop() };
 }
 
 export interface LoadResult {
@@ -121,4 +139,11 @@ export function cpuSeconds(pids: number[], postmasterPid: number | null): { proc
   let postgres = usage(postmasterPid, true);
   for (const backend of childProcessesOf(postmasterPid)) postgres += usage(backend);
   return { processes: pids.reduce((sum, pid) => sum + usage(pid), 0), postgres };
+}
+
+/** The organisation's busiest learner of a year: most logins, quiz attempts and tutoring sessions together. */
+export async function busiestLearner(db: DB, orgId: string, year: number) {
+  const rows = await learnersResource.select(db, { orgId, year, updatedSince: null, membershipId: null, programmeId: null }).execute();
+  const activity = (row: (typeof rows)[number]) => row.connexions + row.evaluations_total + row.seances_tutorat;
+  return rows.sort((a, b) => activity(b) - activity(a))[0]!;
 }

@@ -14,7 +14,9 @@ import { cpuSeconds, openBenchDatabase, percentile, report, startServerProcess }
  * 2. Sustained delivery rate: a backlog of 10,000 deliveries (committed in transactions of 250
  *    events while the server is stopped) drained as fast as the worker goes, with the CPU the
  *    server process and PostgreSQL spend per delivery meanwhile.
- * Targets of issue 17: a drain of at least 5,000 deliveries/s, and a p99 under 100 ms at 500/s.
+ * Each attempt is a pg-boss job: part 1 measures the wake-up at commit, part 2 the jobs' fetch and
+ * the attempts' recording per batch. The report marks the drain against 5,000 deliveries/s and the
+ * p99 against 100 ms.
  */
 const sustainedRate = 500;
 const sustainedSeconds = 20;

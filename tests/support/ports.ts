@@ -1,6 +1,5 @@
 import { createServer } from 'node:net';
-import pg from 'pg';
-import { serverUrlFor } from '../../src/local/embedded-postgres';
+import { postgresAnswers, serverUrlFor } from '../../src/local/embedded-postgres';
 
 /** A port free on the loopback right now. */
 export async function freePort(): Promise<number> {
@@ -15,14 +14,6 @@ export async function freePort(): Promise<number> {
 }
 
 /** Whether a PostgreSQL accepts a connection on this loopback port (within a second). */
-export async function postgresAnswersOn(port: number): Promise<boolean> {
-  const client = new pg.Client({ connectionString: serverUrlFor(port), connectionTimeoutMillis: 1000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
+export function postgresAnswersOn(port: number): Promise<boolean> {
+  return postgresAnswers(serverUrlFor(port));
 }

@@ -32,18 +32,6 @@ export function writeAscii(text: string, target: Buffer, at: number): number {
   return at;
 }
 
-/**
- * Writes the decimal digits of a non-negative integer at `at`; returns where they end. Not through
- * String(), whose strings V8 keeps in a cache that outlives young-generation collections: one per
- * row went to the old generation (docs/performance.md, « The workbook »).
- */
-export function writeDigits(value: number, target: Buffer, at: number): number {
-  let digits = 1;
-  for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits++;
-  for (let i = at + digits - 1, rest = value; i >= at; i--, rest = Math.floor(rest / 10)) target[i] = 0x30 + (rest % 10);
-  return at + digits;
-}
-
 /** `_x` and 4 hexadecimal digits and `_` at `at`: the format's escape of a character (ST_Xstring). */
 function startsEscapeSequence(source: Uint8Array, at: number, end: number): boolean {
   return (

@@ -1,6 +1,6 @@
 import type { ColumnType } from '../../../db/resources/definition';
 import { copyBytes, type RowBatch } from '../row-batch';
-import { columnLetters, dateSerial, escapedBytesPerByte, isNumber, writeAscii, writeDigits, writeText } from './cell-values';
+import { columnLetters, dateSerial, escapedBytesPerByte, isNumber, writeAscii, writeText } from './cell-values';
 import { cellFormat } from './workbook-xml';
 
 const ascii = (text: string) => Buffer.from(text, 'latin1');
@@ -86,7 +86,7 @@ export class SheetRowsWriter {
       at = copyBytes(rowStart, 0, rowStart.length, out, at);
       // The row's number, written once and copied into each cell's reference.
       const numberStart = at;
-      at = writeDigits(firstRowNumber + row - from, out, at);
+      at = writeAscii(String(firstRowNumber + row - from), out, at);
       const numberEnd = at;
       at = copyBytes(rowStartEnd, 0, rowStartEnd.length, out, at);
       for (let field = 0; field < columns; field++) {
@@ -137,8 +137,7 @@ export class SheetRowsWriter {
       const serial = dateSerial(source, start, end, type === 'dateTime');
       if (serial !== null) {
         const format = type === 'date' ? dateStart : dateTimeStart;
-        // JSON.stringify writes a number as String() does, without V8's number-to-string cache (see writeDigits).
-        at = writeAscii(JSON.stringify(serial), out, copyBytes(format, 0, format.length, out, at));
+        at = writeAscii(String(serial), out, copyBytes(format, 0, format.length, out, at));
         return copyBytes(valueEnd, 0, valueEnd.length, out, at);
       }
     }

@@ -5,7 +5,7 @@ import { currentParisYear, formatParisDate } from '../../../db/paris-time';
 import { writeBatch } from './bulk-insert';
 import { ParisCalendar } from './calendar';
 import { programmeTemplates } from './catalogue';
-import { learnerTables, learnerTablesInWriteOrder } from './generated-tables';
+import { catalogueTables, learnerTables, learnerTablesInWriteOrder } from './generated-tables';
 import { type Identity, learnerIdentities } from './learner-identities';
 import { LearnerSimulation } from './learner-simulation';
 import { writeCatalogue } from './organisation-catalogue';
@@ -62,8 +62,8 @@ async function skipTriggersIfAllowed(trx: DB): Promise<boolean> {
 
 /**
  * What the triggers maintain, for a whole organisation at once: the enrolment summaries, the year
- * slices of lessons and enrolments (in that order: enrolment years read lesson years) and the counts
- * `progress` pages on.
+ * slices of lessons and enrolments (in that order: enrolment years read lesson years), the counts
+ * `progress` pages on, and the learners' figures of each year (which read both slices).
  */
 async function refreshTriggerMaintainedRows(trx: DB, orgId: string): Promise<void> {
   await sql`update programme_enrolments pe
@@ -76,6 +76,7 @@ async function refreshTriggerMaintainedRows(trx: DB, orgId: string): Promise<voi
   await sql`select lesson_progress_years_recount(${orgId})`.execute(trx);
   await sql`select enrolment_years_recount(${orgId})`.execute(trx);
   await sql`select lesson_progress_counts_recount(${orgId})`.execute(trx);
+  await sql`select learner_years_recount(${orgId})`.execute(trx);
   await sql`set local session_replication_role = origin`.execute(trx);
 }
 
@@ -112,8 +113,10 @@ export async function seedOrganisation(db: DB, options: SeedOptions): Promise<Se
     const people = await learnerIdentities(trx, options.learners, root.fork(), ids, organisation.allowed_email_domains);
     const world = new World(organisation.id, calendar, programmes, learnerTables(), ids);
     await simulateLearners(trx, world, people, root, options.onProgress);
+    await analyze(trx, loadedTables);
     if (fastLoad) await refreshTriggerMaintainedRows(trx, organisation.id);
     await addSpareLicences(trx, organisation.id, world.licencesUsed);
+    await analyze(trx, ['licences', ...maintainedTables]);
     return {
       org: organisation.id,
       learners: people.length,
@@ -175,6 +178,21 @@ async function simulateLearners(
     if (i % 20 === 19) await new Promise((resolve) => setImmediate(resolve));
   }
   await writing;
+}
+
+/** The tables the generator writes, and those the triggers keep from them. */
+const loadedTables = [...Object.keys(catalogueTables()), ...learnerTablesInWriteOrder];
+const maintainedTables = ['lesson_progress_years', 'enrolment_years', 'lesson_progress_days', 'lesson_progress_months', 'learner_years'];
+
+/**
+ * Statistics of tables just loaded, in the load's transaction (ANALYZE counts its own transaction's
+ * rows), as PostgreSQL advises after a bulk load: first the generated rows, which the upkeep of the
+ * derived tables reads (planned without them, learner_years_recount ran for minutes on a new
+ * database), then the derived tables. Until autovacuum gathers them, the planner would take an
+ * organisation that holds most of a table for one that holds nothing.
+ */
+async function analyze(trx: DB, tables: string[]): Promise<void> {
+  await sql`analyze ${sql.join(tables.map((table) => sql.table(table)))}`.execute(trx);
 }
 
 /** Spare licences of each type, never assigned: a twentieth of those used, at least one. */

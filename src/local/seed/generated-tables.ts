@@ -55,6 +55,9 @@ export function learnerTables() {
       invited_at: 'time',
       joined_at: 'time',
       created_at: 'time',
+      // What the copying triggers fill in when triggers run.
+      email: 'text',
+      name: 'text',
     }),
     licences: new RowBuffer('licences', {
       org_id: 'uuid',
@@ -91,6 +94,11 @@ export function learnerTables() {
       connected_minutes: 'int',
       signed_by_learner: 'bool',
       signed_by_trainer: 'bool',
+      // What the copying trigger fills in when triggers run.
+      session_starts_at: 'time',
+      session_title: 'text',
+      session_programme_id: 'uuid',
+      email: 'text',
     }),
     activity_intervals: new RowBuffer('activity_intervals', {
       org_id: 'uuid',
@@ -147,6 +155,9 @@ export function learnerTables() {
       programme_id: 'uuid',
       attempt_no: 'int',
       attempt_day: 'date',
+      lesson_id: 'uuid',
+      attempt_score: 'int',
+      attempt_passed: 'bool',
     }),
     documents: new RowBuffer('documents', {
       id: 'uuid',

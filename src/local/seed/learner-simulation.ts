@@ -183,7 +183,17 @@ export class LearnerSimulation {
     for (const login of this.learner.logins) out.logins.add(orgId, person.membershipId, login.start, login.end, login.ip, login.agent);
     const name = status === 'invité' && r.chance(0.8) ? null : person.name;
     out.accounts.add(person.accountId, person.email, name, since, firstLogin);
-    out.memberships.add(person.membershipId, orgId, person.accountId, status, membership.invitedAt, membership.joinedAt, since);
+    out.memberships.add(
+      person.membershipId,
+      orgId,
+      person.accountId,
+      status,
+      membership.invitedAt,
+      membership.joinedAt,
+      since,
+      person.email,
+      name,
+    );
     const licenceStatus = status === 'suspendu' ? 'révoquée' : firstLogin ? 'activée' : 'attribuée';
     out.licences.add(
       orgId,

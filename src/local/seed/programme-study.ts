@@ -215,11 +215,17 @@ class ProgrammeStudy {
     const { calendar, out, orgId } = world;
     const attemptId = world.ids.uuid();
     let correct = 0;
-    lesson.questions.forEach((question, q) => {
+    const answers = lesson.questions.map((question, q) => {
       const right = r.chance(Math.min(0.97, traits.skill + 0.08 * (attemptNo - 1)));
       if (right) correct++;
       const options = lesson.options[q]!;
       const chosen = right ? question.correct : r.pick(options.filter((o) => o !== question.correct));
+      return { question, chosen, right, at: calendar.at(day, start + q + 1) };
+    });
+    const questions = lesson.questions.length;
+    const score = questions === 0 ? 100 : Math.round((100 * correct) / questions);
+    const passed = score >= lesson.passScore;
+    for (const { question, chosen, right, at } of answers) {
       out.quiz_answers.add(
         orgId,
         attemptId,
@@ -227,26 +233,17 @@ class ProgrammeStudy {
         question.position,
         chosen,
         right,
-        calendar.at(day, start + q + 1),
+        at,
         person.membershipId,
         programme.id,
         attemptNo,
         calendar.dateAt(day, end),
+        lesson.id,
+        score,
+        passed,
       );
-    });
-    const questions = lesson.questions.length;
-    const score = questions === 0 ? 100 : Math.round((100 * correct) / questions);
-    out.quiz_attempts.add(
-      attemptId,
-      orgId,
-      person.membershipId,
-      programme.id,
-      lesson.id,
-      attemptNo,
-      score,
-      score >= lesson.passScore,
-      calendar.at(day, end),
-    );
+    }
+    out.quiz_attempts.add(attemptId, orgId, person.membershipId, programme.id, lesson.id, attemptNo, score, passed, calendar.at(day, end));
     return score;
   }
 

@@ -6,9 +6,12 @@ import type { Programme } from './organisation-catalogue';
 import type { Random } from './random';
 import type { Story } from './stories';
 
-interface SessionSlot {
+export interface SessionSlot {
   id: string;
   attendees: number;
+  startsAt: Date;
+  title: string;
+  programmeId: string;
 }
 /** How a learner studies: pace (days between sessions), skill, drop-out risk, lab use, devices. */
 export interface Traits {
@@ -45,28 +48,34 @@ export class World {
   }
 
   /** A workshop group of the programme at that time with a free seat (groups of twelve); `topic` by default follows the fortnight. */
-  session(programme: Programme, day: number, minute: number, planned: number, topic: string | null): string {
+  session(programme: Programme, day: number, minute: number, planned: number, topic: string | null): SessionSlot {
     const key = `${programme.index}:${day}:${minute}`;
     const groups = this.sessions.get(key) ?? [];
     this.sessions.set(key, groups);
     let group = groups.find((g) => g.attendees < 12);
     if (!group) {
-      group = { id: this.ids.uuid(), attendees: 0 };
+      const topicTitle = topic ?? programme.moduleTopics[Math.floor(day / 14) % programme.moduleTopics.length]!;
+      const number = groups.length + 1;
+      group = {
+        id: this.ids.uuid(),
+        attendees: 0,
+        startsAt: this.calendar.at(day, minute),
+        title: `Atelier tutoré — ${topicTitle}${number > 1 ? ` (groupe ${number})` : ''}`,
+        programmeId: programme.id,
+      };
       groups.push(group);
-      const title = topic ?? programme.moduleTopics[Math.floor(day / 14) % programme.moduleTopics.length]!;
-      const number = groups.length;
       this.out.tutoring_sessions.add(
         group.id,
         this.orgId,
-        programme.id,
-        `Atelier tutoré — ${title}${number > 1 ? ` (groupe ${number})` : ''}`,
-        this.calendar.at(day, minute),
+        group.programmeId,
+        group.title,
+        group.startsAt,
         planned,
         trainerNames[(programme.index * 3 + number) % trainerNames.length],
       );
     }
     group.attendees++;
-    return group.id;
+    return group;
   }
 }
 

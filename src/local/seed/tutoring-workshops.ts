@@ -29,7 +29,7 @@ function attend(learner: Learner, programme: Programme, day: number, minute: num
   const { calendar, out, orgId } = world;
   if (learner.tutoringDays.has(`${day}:${minute}`)) return;
   learner.tutoringDays.add(`${day}:${minute}`);
-  const sessionId = world.session(programme, day, minute, planned, topic);
+  const session = world.session(programme, day, minute, planned, topic);
   const present = r.chance(0.85);
   const late = present ? r.int(0, 10) : 0;
   const connected = present ? Math.max(15, planned - late - r.int(0, 10)) : 0;
@@ -37,12 +37,16 @@ function attend(learner: Learner, programme: Programme, day: number, minute: num
   out.tutoring_attendance.add(
     attendanceId,
     orgId,
-    sessionId,
+    session.id,
     person.membershipId,
     present,
     connected,
     present && r.chance(0.92),
     present && r.chance(0.97),
+    session.startsAt,
+    session.title,
+    session.programmeId,
+    person.email,
   );
   if (!present) return;
   // The tutoring interval is exactly the connected time, so temps_tutorat_min fits in temps_actif_min.
@@ -58,7 +62,7 @@ function attend(learner: Learner, programme: Programme, day: number, minute: num
     false,
   );
   if (!learner.studyDays.has(day)) learner.login(day, minute + late - r.int(0, 3), minute + late + connected + r.int(0, 3));
-  if (r.chance(0.5)) rateWorkshop(learner, sessionId, day, minute + planned);
+  if (r.chance(0.5)) rateWorkshop(learner, session.id, day, minute + planned);
 }
 
 /** A rating of the workshop ended at `endMinute`, within hours; legacy imports have no session rating. */
