@@ -5,7 +5,7 @@ import { createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
 
 const database = useTestDatabase();
-const migrationName = '20261201T0000-management';
+const migrationName = '20261128T0400-management';
 
 async function tableNames(db: Kysely<any>): Promise<string[]> {
   const { rows } = await sql<{ table_name: string }>`
