@@ -25,6 +25,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     redeemed_at timestamptz
   )`.execute(db);
   await sql`create index portal_links_expiry_idx on portal_links (expires_at)`.execute(db);
+  // An organisation's links, as revoking its sessions and the audit read them: its range, not the platform's.
+  await sql`create index portal_links_org_idx on portal_links (org_id, created_at desc)`.execute(db);
 
   await sql`create table portal_sessions (
     id uuid primary key default gen_random_uuid(),
