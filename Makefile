@@ -46,18 +46,18 @@ test: install ## The whole suite on a real PostgreSQL (embedded unless DATABASE_
 	done; \
 	node scripts/test-summary.mjs "$${runs[@]}" || status=1; exit $$status
 
-lint: install codegen-check typecheck ## Format and lint the TypeScript (Biome), lint openapi.yaml (Redocly, Spectral), check generated code is fresh, type-check
+lint: install codegen-check typecheck ## Format and lint the TypeScript (Biome), lint openapi.yaml and management.yaml (Redocly, Spectral), check generated code is fresh, type-check
 	npx biome check --error-on-warnings
-	$(on_node_24) npx redocly lint openapi.yaml --format=stylish
-	npx spectral lint openapi.yaml --fail-severity=warn
+	$(on_node_24) npx redocly lint openapi.yaml management.yaml --format=stylish
+	npx spectral lint openapi.yaml management.yaml --fail-severity=warn
 
 format: install ## Format the TypeScript and apply Biome's safe fixes (import order included)
 	npx biome check --write
 
-codegen: install ## Regenerate codegen/ from openapi.yaml
+codegen: install ## Regenerate codegen/ from openapi.yaml and management.yaml
 	npm run --silent codegen
 
-codegen-check: install ## Fail when codegen/ is stale against openapi.yaml
+codegen-check: install ## Fail when codegen/ is stale against openapi.yaml and management.yaml
 	npm run --silent codegen:check
 
 typecheck: install

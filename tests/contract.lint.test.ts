@@ -8,13 +8,14 @@ const run = promisify(execFile);
 const bin = (name: string) => path.join(projectRoot, 'node_modules', '.bin', name);
 
 /*
- * openapi.yaml lints clean with both linters integrators' pipelines use, warnings included: a
- * warning is either fixed or turned off in the linter's configuration with the reason beside it
- * (redocly.yaml with its plugin, .spectral.yaml). `make lint` runs the same.
+ * Both contracts (openapi.yaml for /v1, management.yaml for /manage/v1) lint clean with both
+ * linters integrators' pipelines use, warnings included: a warning is either fixed or turned off in
+ * the linter's configuration with the reason beside it (redocly.yaml with its plugin,
+ * .spectral.yaml). `make lint` runs the same.
  */
-describe('openapi.yaml under the linters', () => {
+describe.each(['openapi.yaml', 'management.yaml'])('%s under the linters', (document) => {
   it('Redocly (recommended rules): no error, no warning', async () => {
-    const { stdout } = await run(bin('redocly'), ['lint', 'openapi.yaml', '--format=json'], {
+    const { stdout } = await run(bin('redocly'), ['lint', document, '--format=json'], {
       cwd: projectRoot,
       maxBuffer: 16 * 1024 * 1024,
     });
@@ -24,7 +25,7 @@ describe('openapi.yaml under the linters', () => {
   }, 60_000);
 
   it('Spectral (spectral:oas): no error, no warning, no hint', async () => {
-    const { stdout } = await run(bin('spectral'), ['lint', 'openapi.yaml', '--format=json', '--fail-severity=hint'], {
+    const { stdout } = await run(bin('spectral'), ['lint', document, '--format=json', '--fail-severity=hint'], {
       cwd: projectRoot,
       maxBuffer: 16 * 1024 * 1024,
     }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
