@@ -1,4 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { type ApiKeyRecord, createApiKey, revokeApiKey } from '../db/api-keys';
+import { recordAuditEvent } from '../db/audit';
+import type { DB } from '../db/connection';
+import { formatParisDate } from '../db/paris-time';
+import type { ActorKind, ApiScope } from '../db/tables';
 
 export const apiKeyPrefix = 'sk_live_';
 
@@ -14,4 +19,98 @@ export function hashApiKey(key: string): Buffer {
 /** What a listing shows of a key: enough to recognise it, too little to use it. */
 export function displayPrefix(key: string): string {
   return key.slice(0, apiKeyPrefix.length + 6);
+}
+
+/** Where a key stands now: revoked (whatever its expiry), past its last day, or usable. */
+export type KeyState = 'active' | 'expired' | 'revoked';
+
+export function keyState(key: { revoked_at: Date | null; expires_at: Date | null }, now: Date): KeyState {
+  if (key.revoked_at) return 'revoked';
+  if (key.expires_at && key.expires_at <= now) return 'expired';
+  return 'active';
+}
+
+/** The last Paris day a key works: it expires when the next one begins. */
+export function lastValidDay(expiresAt: Date): string {
+  return formatParisDate(new Date(expiresAt.getTime() - 1));
+}
+
+/** An expiry date before today (Paris): the key would be refused from its creation. */
+export class ExpiryInThePast extends Error {
+  override name = 'ExpiryInThePast';
+
+  constructor(
+    readonly expiresOn: string,
+    readonly today: string,
+  ) {
+    super(`expiry ${expiresOn} is before ${today}`);
+  }
+}
+
+/** Who asks for a change, as the audit log records them. */
+export interface Actor {
+  kind: ActorKind;
+  email: string | null;
+  sessionId: string | null;
+  requestId?: string | null;
+  clientAddress?: string | null;
+}
+
+/**
+ * Creates a key for an organisation and records it in the audit log, in one transaction: the one
+ * implementation behind the management API and the operator's command. Returns the whole key,
+ * which nothing else ever shows again.
+ */
+export async function issueApiKey(
+  db: DB,
+  request: { orgId: string; label: string | null; scopes: ApiScope[]; expiresOn: string | null },
+  actor: Actor,
+): Promise<{ apiKey: ApiKeyRecord; key: string }> {
+  const today = formatParisDate(new Date());
+  if (request.expiresOn !== null && request.expiresOn < today) throw new ExpiryInThePast(request.expiresOn, today);
+  const key = generateApiKey();
+  const apiKey = await db.transaction().execute(async (trx) => {
+    const created = await createApiKey(trx, {
+      orgId: request.orgId,
+      keyHash: hashApiKey(key),
+      keyPrefix: displayPrefix(key),
+      label: request.label,
+      scopes: request.scopes,
+      expiresAt: request.expiresOn,
+    });
+    await recordAuditEvent(trx, {
+      orgId: request.orgId,
+      actor,
+      action: 'createApiKey',
+      target: { kind: 'api_key', id: created.id },
+      outcome: 'succeeded',
+      details: { label: request.label, scopes: request.scopes, expires_on: request.expiresOn },
+      requestId: actor.requestId ?? null,
+      clientAddress: actor.clientAddress ?? null,
+    });
+    return created;
+  });
+  return { apiKey, key };
+}
+
+/**
+ * Revokes an organisation's key and records it in the audit log, in one transaction; null when the
+ * organisation has no such key. Revoking twice keeps the first date (`revokedNow` false).
+ */
+export async function revokeOrganisationKey(db: DB, orgId: string, keyId: string, actor: Actor) {
+  return db.transaction().execute(async (trx) => {
+    const revoked = await revokeApiKey(trx, keyId, orgId);
+    if (revoked === null) return null;
+    await recordAuditEvent(trx, {
+      orgId,
+      actor,
+      action: 'revokeApiKey',
+      target: { kind: 'api_key', id: keyId },
+      outcome: 'succeeded',
+      details: { label: revoked.key.label, already_revoked: !revoked.revokedNow },
+      requestId: actor.requestId ?? null,
+      clientAddress: actor.clientAddress ?? null,
+    });
+    return revoked;
+  });
 }

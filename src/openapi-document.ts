@@ -13,6 +13,13 @@ export function loadOpenapiDocument(): Record<string, any> {
   return parse(openapiText);
 }
 
+/** management.yaml, the management API's contract (/manage/v1): its text as served, and its parsed form. */
+export const managementText = readFileSync(path.join(path.dirname(openapiPath), 'management.yaml'), 'utf8');
+
+export function loadManagementDocument(): Record<string, any> {
+  return parse(managementText);
+}
+
 /**
  * The paths the server answers: the document's `paths`, and its `x-unlisted-paths` (GET /{resource},
  * answered like any path but kept out of `paths`, where client generators would make it a method).

@@ -1,10 +1,9 @@
-import { createApiKey, listApiKeys, revokeApiKey } from '../../db/api-keys';
+import { findKeyOrganisation, listApiKeys } from '../../db/api-keys';
 import { findLearner } from '../../db/learners';
 import { migrateToLatest } from '../../db/migrate';
 import { addLicences, countLicences, createOrganisation, listOrganisations, revokeLearnerLicence } from '../../db/organisations';
-import { formatParisDate } from '../../db/paris-time';
 import type { LicenceType } from '../../db/tables';
-import { displayPrefix, generateApiKey, hashApiKey } from '../../src/api-keys';
+import { type Actor, ExpiryInThePast, issueApiKey, lastValidDay, revokeOrganisationKey } from '../../src/api-keys';
 import {
   type AdminCommand,
   oneOf,
@@ -24,10 +23,8 @@ const licenceTypes: LicenceType[] = ['standard', 'tutorat'];
 /** `« Formations Dupont »`: how messages name an organisation. */
 const named = (organisation: { name: string }) => `« ${organisation.name} »`;
 
-/** The last day a key works: it expires when the next Paris day begins. */
-function lastValidDay(expiresAt: Date): string {
-  return formatParisDate(new Date(expiresAt.getTime() - 1));
-}
+/** The operator, as the audit log records changes made from the shell. */
+const operator: Actor = { kind: 'operator', email: null, sessionId: null };
 
 function keyState(key: { revoked_at: Date | null; expires_at: Date | null }, now: Date): string {
   if (key.revoked_at) return `révoquée le ${operatorDateTime(key.revoked_at)}`;
@@ -224,25 +221,17 @@ export const commands: AdminCommand[] = [
     async run(context) {
       const orgId = requiredUuid(context.values, 'org');
       const expires = optionalDate(context.values, 'expires');
-      const today = formatParisDate(new Date());
-      if (expires !== null && expires < today) {
-        throw new UsageError(
-          `--expires ${expires} est déjà passé (nous sommes le ${today}, heure de Paris) : la clé serait refusée dès sa création. ` +
-            'Indiquez aujourd’hui ou une date à venir, ou omettez --expires pour une clé sans expiration.',
-        );
-      }
       const organisation = await requireOrganisation(context.db, orgId);
-      const key = generateApiKey();
       const scopes: ('read' | 'write')[] = context.values.write ? ['read', 'write'] : ['read'];
       const label = optionalString(context.values, 'label');
-      const created = await createApiKey(context.db, {
-        orgId,
-        keyHash: hashApiKey(key),
-        keyPrefix: displayPrefix(key),
-        label,
-        scopes,
-        expiresAt: expires,
+      const issued = await issueApiKey(context.db, { orgId, label, scopes, expiresOn: expires }, operator).catch((error: unknown) => {
+        if (!(error instanceof ExpiryInThePast)) throw error;
+        throw new UsageError(
+          `--expires ${error.expiresOn} est déjà passé (nous sommes le ${error.today}, heure de Paris) : la clé serait refusée dès sa création. ` +
+            'Indiquez aujourd’hui ou une date à venir, ou omettez --expires pour une clé sans expiration.',
+        );
       });
+      const { apiKey: created, key } = issued;
       return {
         json: { id: created.id, key, scopes: created.scopes, expires_at: expires },
         text: [
@@ -314,7 +303,8 @@ export const commands: AdminCommand[] = [
     options: { id: { type: 'string' } },
     async run(context) {
       const id = requiredUuid(context.values, 'id');
-      const revocation = await revokeApiKey(context.db, id);
+      const orgId = await findKeyOrganisation(context.db, id);
+      const revocation = orgId === null ? null : await revokeOrganisationKey(context.db, orgId, id, operator);
       if (!revocation) throw new UsageError(`Aucune clé ${id}.`);
       return {
         json: { id, revoked: true, revoked_at: revocation.revokedAt.toISOString(), already_revoked: !revocation.revokedNow },

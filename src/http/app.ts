@@ -6,6 +6,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
 import { createHandlers } from '../../handlers';
+import { createManagementHandlers } from '../../handlers/management';
 import type { Config } from '../config';
 import type { AppContext } from '../context';
 import {
@@ -28,6 +29,7 @@ import {
 } from './error-handler';
 import { ApiError, serviceUnavailable } from './errors';
 import { registerHealthRoutes } from './health';
+import { registerManagementApi } from './management';
 import type { Metrics } from './metrics';
 import { validatorCompiler } from './validation';
 
@@ -80,6 +82,7 @@ export async function buildApp(context: AppContext, { logStream, docsLearnerEmai
   const document = loadOpenapiDocument();
   await registerDocument(app, document, docsLearnerEmail);
   await registerApi(app, context, document);
+  await registerManagementApi(app, context, createManagementHandlers({ db: context.db }));
   return app;
 }
 

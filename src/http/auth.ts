@@ -53,7 +53,7 @@ function unusableKeyError(key: CountedKey | null): ApiError {
   );
 }
 
-function tooManyRequests(retryAfterSeconds: number, rateLimit: RateLimit): ApiError {
+export function tooManyRequests(retryAfterSeconds: number, rateLimit: RateLimit): ApiError {
   return new ApiError(
     'rate_limited',
     `Trop de requêtes : la limite est de ${rateLimit.limit} requêtes par période de ${rateLimit.windowSeconds} secondes. Réessayez dans ${retryAfterSeconds} s.`,

@@ -21,11 +21,18 @@ const errorCatalogue = {
   key_invalid: { status: 401, message: 'Clé API invalide.' },
   key_revoked: { status: 401, message: 'Clé API révoquée.' },
   key_expired: { status: 401, message: 'Clé API expirée.' },
+  credentials_missing: {
+    status: 401,
+    message: 'Identifiez-vous : jeton de la plateforme (Authorization: Bearer) ou session de la page « API et intégrations ».',
+  },
+  management_token_invalid: { status: 401, message: 'Jeton de gestion invalide.' },
   scope_write_required: {
     status: 403,
     message: 'Cette clé API est en lecture seule : l’inscription demande une clé avec le droit d’écriture (scope « write »).',
   },
   unknown_resource: { status: 404, message: 'Ressource inconnue.' },
+  unknown_organisation: { status: 404, message: 'Organisation inconnue.' },
+  unknown_api_key: { status: 404, message: 'Clé API inconnue dans cette organisation.' },
   unknown_learner: { status: 404, message: 'Apprenant inconnu dans votre organisation.' },
   route_not_found: { status: 404, message: 'Adresse inconnue.' },
   method_not_allowed: { status: 405, message: 'Méthode non autorisée sur cette adresse.' },
@@ -88,4 +95,9 @@ export function serverBusy(): ApiError {
 
 export function errorBody(error: ApiError): Record<string, unknown> {
   return { error: error.message, ...error.extraBody };
+}
+
+/** The management API's error body: the message, its stable code, and `param` or `retry_after` when they apply. */
+export function managementErrorBody(error: ApiError): Record<string, unknown> {
+  return { error: error.message, code: error.code, ...error.extraBody };
 }

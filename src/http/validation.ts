@@ -227,3 +227,15 @@ export function frenchValidationMessage(errors: ErrorObject[], part: string | un
   if (error.keyword === 'additionalProperties') return `${noun} « ${p.additionalProperty} » non reconnu.`;
   return `${noun} « ${base} » invalide : il ${describe(error)}.`;
 }
+
+/** The parameter or body field a validation error names (what `frenchValidationMessage` quotes); undefined for the body as a whole. */
+export function validationParam(errors: ErrorObject[]): string | undefined {
+  const error = errors[0];
+  if (!error) return undefined;
+  const p = error.params as Record<string, any>;
+  const base = fieldPath(error.instancePath);
+  const join = (name: string) => (base ? `${base}.${name}` : name);
+  if (error.keyword === 'required') return join(p.missingProperty);
+  if (error.keyword === 'additionalProperties') return join(p.additionalProperty);
+  return base || undefined;
+}
