@@ -4,6 +4,31 @@
  */
 
 export interface paths {
+    "/organisations/{org_id}/portal-links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Créer un lien vers la page
+         * @description Un lien à usage unique qui ouvre la page « API et intégrations » de l'organisation à un
+         *     administrateur, dans les 10 minutes. Le serveur de la plateforme y redirige l'administrateur, ou
+         *     l'intègre à son tableau de bord. La session ouverte dure `session_lifetime_seconds`.
+         */
+        post: operations["createPortalLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/organisations/{org_id}/api-keys": {
         parameters: {
             query?: never;
@@ -74,6 +99,50 @@ export interface components {
         };
         /** @description Le code stable de l'erreur. */
         ErrorCode: "invalid_parameter" | "invalid_body" | "credentials_missing" | "management_token_invalid" | "session_expired" | "csrf_rejected" | "session_read_only" | "platform_only" | "session_only" | "unknown_organisation" | "unknown_api_key" | "route_not_found" | "method_not_allowed" | "rate_limited" | "internal" | "service_unavailable" | "server_busy";
+        /**
+         * @example {
+         *       "actor_email": "admin@formations-dupont.fr",
+         *       "read_only": false,
+         *       "session_lifetime_seconds": 86400
+         *     }
+         */
+        PortalLinkRequest: {
+            /**
+             * Format: email
+             * @description L'adresse de l'administrateur, telle que le journal d'audit la montrera.
+             */
+            actor_email: string;
+            /**
+             * @description Une session qui consulte tout et ne change rien.
+             * @default false
+             */
+            read_only: boolean;
+            /**
+             * @description La durée de la session ouverte par le lien, d'une heure à 7 jours.
+             * @default 86400
+             */
+            session_lifetime_seconds: number;
+        };
+        /**
+         * @example {
+         *       "url": "https://api.example.fr/integrations/connexion?jeton=Q2hhbmdlTWU0MjQyNDI0MjQyNDI0MjQyNDI0MjQyNDI",
+         *       "expires_at": "2026-11-28T09:22:44.512Z",
+         *       "session_lifetime_seconds": 86400
+         *     }
+         */
+        PortalLink: {
+            /**
+             * Format: uri
+             * @description Le lien, à usage unique.
+             */
+            url: string;
+            /**
+             * Format: date-time
+             * @description Passé cet instant (10 minutes après sa création), le lien n'ouvre plus rien.
+             */
+            expires_at: string;
+            session_lifetime_seconds: number;
+        };
         /**
          * @description `active` : utilisable ; `expired` : sa date d'expiration est passée ; `revoked` : révoquée.
          * @enum {string}
@@ -310,6 +379,40 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    createPortalLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PortalLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description Le lien, à ouvrir dans les 10 minutes. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalLink"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listApiKeys: {
         parameters: {
             query?: {

@@ -3,7 +3,9 @@ import type { components, operations } from '../codegen/management';
 import { type ApiKeyRecord, listApiKeysPage } from '../db/api-keys';
 import type { DB } from '../db/connection';
 import { ExpiryInThePast, issueApiKey, keyState, lastValidDay, revokeOrganisationKey } from '../src/api-keys';
+import type { Config } from '../src/config';
 import { ApiError } from '../src/http/errors';
+import { issuePortalLink } from '../src/portal';
 
 /*
  * The operations of management.yaml. The caller is known and counted before any of them runs
@@ -20,6 +22,7 @@ type RequestOf<Id extends keyof operations> = FastifyRequest<{ Querystring: Quer
 
 type ApiKey = components['schemas']['ApiKey'];
 const defaultLimit = 50;
+const defaultSessionLifetimeSeconds = 86_400;
 
 /** A key as the management API shows it: never the key itself. */
 export function apiKeyView(key: ApiKeyRecord, now = new Date()): ApiKey {
@@ -57,9 +60,25 @@ function decodeCursor(cursor: string | undefined): { at: string; id: string } | 
   });
 }
 
-export function createManagementHandlers(context: { db: DB }) {
-  const { db } = context;
+export function createManagementHandlers(context: { db: DB; config: Config }) {
+  const { db, config } = context;
   return {
+    async createPortalLink(request: RequestOf<'createPortalLink'>, reply: FastifyReply) {
+      const { actor_email, read_only, session_lifetime_seconds } = request.body;
+      const sessionLifetimeSeconds = session_lifetime_seconds ?? defaultSessionLifetimeSeconds;
+      // The administrator's browser reaches the server at its public address, when the platform calls it another way.
+      const baseUrl = config.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+      const link = await issuePortalLink(
+        db,
+        { orgId: request.params.org_id, actorEmail: actor_email, readOnly: read_only ?? false, sessionLifetimeSeconds },
+        request.actor,
+        baseUrl,
+      );
+      return reply
+        .code(201)
+        .send({ url: link.url, expires_at: link.expiresAt.toISOString(), session_lifetime_seconds: sessionLifetimeSeconds });
+    },
+
     async listApiKeys(request: RequestOf<'listApiKeys'>) {
       const limit = request.query.limit ?? defaultLimit;
       const rows = await listApiKeysPage(db, request.params.org_id, {

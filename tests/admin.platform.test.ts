@@ -102,3 +102,33 @@ describe('operator commands', () => {
     }
   }, 120_000);
 });
+
+describe('the portal link command', () => {
+  it('prints a single-use link at the public address, audited as the operator’s, and refuses a bad lifetime or email', async () => {
+    const { orgId } = await createOrgWithKeys(database.db, { name: 'Formations Lien opérateur' });
+    const environment = { PUBLIC_BASE_URL: 'https://partenaires.example.fr' };
+    const link = await admin(
+      database.url,
+      ['portal', 'link', '--org', orgId, '--as', 'Admin@Formations.fr', '--read-only', '--expires', '2d'],
+      environment,
+    );
+    expect(link).toEqual({
+      url: expect.stringMatching(/^https:\/\/partenaires\.example\.fr\/integrations\/connexion\?jeton=[\w-]{43}$/),
+      expires_at: expect.any(String),
+      session_lifetime_seconds: 172_800,
+    });
+    const stored = await database.db
+      .selectFrom('portal_links')
+      .select(['actor_email', 'read_only', 'created_by'])
+      .where('org_id', '=', orgId)
+      .execute();
+    expect(stored).toEqual([{ actor_email: 'admin@formations.fr', read_only: true, created_by: 'operator' }]);
+    const audit = await database.db.selectFrom('audit_events').select(['action', 'actor_kind']).where('org_id', '=', orgId).execute();
+    expect(audit).toEqual([{ action: 'createPortalLink', actor_kind: 'operator' }]);
+
+    const tooLong = await adminFailure(database.url, ['portal', 'link', '--org', orgId, '--as', 'admin@formations.fr', '--expires', '10d']);
+    expect(tooLong.stderr).toContain('--expires doit être une durée de 1h à 7d (reçu « 10d »)');
+    const noEmail = await adminFailure(database.url, ['portal', 'link', '--org', orgId, '--as', 'admin']);
+    expect(noEmail.stderr).toContain('--as doit être l’adresse électronique de l’administrateur');
+  }, 60_000);
+});

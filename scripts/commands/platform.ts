@@ -4,6 +4,7 @@ import { migrateToLatest } from '../../db/migrate';
 import { addLicences, countLicences, createOrganisation, listOrganisations, revokeLearnerLicence } from '../../db/organisations';
 import type { LicenceType } from '../../db/tables';
 import { type Actor, ExpiryInThePast, issueApiKey, lastValidDay, revokeOrganisationKey } from '../../src/api-keys';
+import { issuePortalLink } from '../../src/portal';
 import {
   type AdminCommand,
   oneOf,
@@ -22,6 +23,16 @@ const licenceTypes: LicenceType[] = ['standard', 'tutorat'];
 
 /** `« Formations Dupont »`: how messages name an organisation. */
 const named = (organisation: { name: string }) => `« ${organisation.name} »`;
+
+/** A session's lifetime from `--expires`: 1h to 168h, or 1d to 7d. */
+function sessionLifetime(text: string): number {
+  const match = /^(\d+)([hd])$/.exec(text);
+  const seconds = match ? Number(match[1]) * (match[2] === 'h' ? 3600 : 86_400) : Number.NaN;
+  if (!(seconds >= 3600 && seconds <= 7 * 86_400)) {
+    throw new UsageError(`--expires doit être une durée de 1h à 7d (reçu « ${text} »).`);
+  }
+  return seconds;
+}
 
 /** The operator, as the audit log records changes made from the shell. */
 const operator: Actor = { kind: 'operator', email: null, sessionId: null };
@@ -293,6 +304,39 @@ export const commands: AdminCommand[] = [
                   '',
                 ),
               ].join('\n'),
+      };
+    },
+  },
+  {
+    name: 'portal link',
+    usage: '--org ORG_ID --as EMAIL [--read-only] [--expires 1h…7d]',
+    description:
+      'Crée un lien à usage unique vers la page « API et intégrations » de l’organisation, pour l’administrateur nommé : à ouvrir dans les 10 minutes ; la session dure --expires (24h par défaut).',
+    options: { org: { type: 'string' }, as: { type: 'string' }, 'read-only': { type: 'boolean' }, expires: { type: 'string' } },
+    async run(context) {
+      const orgId = requiredUuid(context.values, 'org');
+      const email = optionalString(context.values, 'as');
+      if (email === null || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) {
+        throw new UsageError(`--as doit être l’adresse électronique de l’administrateur (reçu « ${email ?? ''} »).`);
+      }
+      const sessionLifetimeSeconds = sessionLifetime(optionalString(context.values, 'expires') ?? '24h');
+      const organisation = await requireOrganisation(context.db, orgId);
+      const baseUrl = context.config.publicBaseUrl ?? `http://${context.config.host}:${context.config.port}`;
+      const link = await issuePortalLink(
+        context.db,
+        { orgId, actorEmail: email, readOnly: context.values['read-only'] === true, sessionLifetimeSeconds },
+        operator,
+        baseUrl,
+      );
+      return {
+        json: { url: link.url, expires_at: link.expiresAt.toISOString(), session_lifetime_seconds: sessionLifetimeSeconds },
+        text: [
+          `Lien vers la page « API et intégrations » de ${named(organisation)}, pour ${email.trim().toLowerCase()} :`,
+          '',
+          `  ${link.url}`,
+          '',
+          `À ouvrir avant ${operatorDateTime(link.expiresAt)}, une seule fois ; la session ouverte dure ${sessionLifetimeSeconds / 3600} h${context.values['read-only'] === true ? ', en lecture seule' : ''}.`,
+        ].join('\n'),
       };
     },
   },

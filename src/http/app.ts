@@ -82,7 +82,7 @@ export async function buildApp(context: AppContext, { logStream, docsLearnerEmai
   const document = loadOpenapiDocument();
   await registerDocument(app, document, docsLearnerEmail);
   await registerApi(app, context, document);
-  await registerManagementApi(app, context, createManagementHandlers({ db: context.db }));
+  await registerManagementApi(app, context, createManagementHandlers({ db: context.db, config: context.config }));
   return app;
 }
 

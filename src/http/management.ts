@@ -19,6 +19,23 @@ import { validationParam } from './validation';
  */
 
 export const managementPrefix = '/manage/v1';
+
+/**
+ * The document's security requirements, checked against the caller the `onRequest` hook found:
+ * glue admits a request when one of an operation's alternatives holds. A page session is not yet a
+ * caller, so its alternatives do not hold.
+ */
+const callerChecks = {
+  platformToken(request: FastifyRequest) {
+    if (request.actor.kind !== 'platform') throw new ApiError('credentials_missing');
+  },
+  portalSession() {
+    throw new ApiError('credentials_missing');
+  },
+  csrfToken() {
+    throw new ApiError('credentials_missing');
+  },
+};
 const rateLimitWindowSeconds = 60;
 
 declare module 'fastify' {
@@ -90,7 +107,7 @@ export async function registerManagementApi(
         await operations.register(openapiGlue, {
           specification: document,
           serviceHandlers: handlers,
-          securityHandlers: { platformToken: () => undefined, portalSession: () => undefined, csrfToken: () => undefined },
+          securityHandlers: callerChecks,
         });
         operations.setNotFoundHandler((request, reply) => sendManagementError(reply, unknownAddress(request)));
       });

@@ -1,0 +1,76 @@
+import { sql } from 'kysely';
+import type { DB } from './connection';
+
+/*
+ * The page's links and sessions. A link is handed to one administrator, opens at most one session
+ * within its 10 minutes, and only the SHA-256 of its token is stored; a session is found by the
+ * SHA-256 of its cookie's value. Expiry is the database's clock, read by every statement here.
+ */
+
+/** How long a link may wait before it is opened. */
+export const linkLifetimeSeconds = 10 * 60;
+
+export interface NewPortalLink {
+  orgId: string;
+  tokenHash: Buffer;
+  actorEmail: string;
+  readOnly: boolean;
+  sessionLifetimeSeconds: number;
+  createdBy: 'platform' | 'operator';
+}
+
+/** Stores a link (its token's hash); returns its id and when it stops opening. */
+export async function createPortalLink(db: DB, link: NewPortalLink): Promise<{ id: string; expiresAt: Date }> {
+  const row = await db
+    .insertInto('portal_links')
+    .values({
+      org_id: link.orgId,
+      token_hash: link.tokenHash,
+      actor_email: link.actorEmail,
+      read_only: link.readOnly,
+      session_lifetime: `${link.sessionLifetimeSeconds} seconds`,
+      created_by: link.createdBy,
+      expires_at: sql<Date>`now() + make_interval(secs => ${linkLifetimeSeconds})` as never,
+    })
+    .returning(['id', 'expires_at'])
+    .executeTakeFirstOrThrow();
+  return { id: row.id, expiresAt: row.expires_at };
+}
+
+export interface OpenedSession {
+  id: string;
+  orgId: string;
+  actorEmail: string;
+  readOnly: boolean;
+  expiresAt: Date;
+}
+
+/**
+ * Redeems a link and opens its session, in one statement: of two redemptions at once, the second
+ * waits for the first's row lock, then finds the link redeemed and opens nothing. Null when the
+ * link is unknown, already used or past its 10 minutes (`whyNotRedeemed` tells which).
+ */
+export async function redeemPortalLink(db: DB, linkTokenHash: Buffer, sessionTokenHash: Buffer): Promise<OpenedSession | null> {
+  const { rows } = await sql<{ id: string; org_id: string; actor_email: string; read_only: boolean; expires_at: Date }>`
+    with redeemed as (
+      update portal_links set redeemed_at = now()
+      where token_hash = ${linkTokenHash} and redeemed_at is null and expires_at > now()
+      returning id, org_id, actor_email, read_only, session_lifetime
+    )
+    insert into portal_sessions (org_id, link_id, token_hash, actor_email, read_only, expires_at)
+    select org_id, id, ${sessionTokenHash}, actor_email, read_only, now() + session_lifetime from redeemed
+    returning id, org_id, actor_email, read_only, expires_at`.execute(db);
+  const row = rows[0];
+  return row ? { id: row.id, orgId: row.org_id, actorEmail: row.actor_email, readOnly: row.read_only, expiresAt: row.expires_at } : null;
+}
+
+/** Why a link opened nothing: unknown, already used, or past its 10 minutes. */
+export async function whyNotRedeemed(db: DB, linkTokenHash: Buffer): Promise<'unknown' | 'used' | 'expired'> {
+  const link = await db
+    .selectFrom('portal_links')
+    .select([sql<boolean>`redeemed_at is not null`.as('used')])
+    .where('token_hash', '=', linkTokenHash)
+    .executeTakeFirst();
+  if (!link) return 'unknown';
+  return link.used ? 'used' : 'expired';
+}

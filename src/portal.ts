@@ -1,0 +1,67 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { recordAuditEvent } from '../db/audit';
+import type { DB } from '../db/connection';
+import { createPortalLink } from '../db/portal';
+import type { Actor } from './api-keys';
+
+/*
+ * The links that open the page « API et intégrations » for one administrator of one organisation.
+ * A link's token and a session's cookie are 32 random bytes; only their SHA-256 is stored.
+ */
+
+/** Where a link leads, below the server's public address. */
+export const redemptionPath = '/integrations/connexion';
+
+export function newSecretToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export function hashSecretToken(token: string): Buffer {
+  return createHash('sha256').update(token, 'utf8').digest();
+}
+
+export interface PortalLinkRequest {
+  orgId: string;
+  actorEmail: string;
+  readOnly: boolean;
+  sessionLifetimeSeconds: number;
+}
+
+/**
+ * A single-use link for one administrator, recorded in the audit log: the one implementation
+ * behind `createPortalLink` and the operator's `portal link`. `baseUrl` is the server's address as
+ * the administrator's browser reaches it.
+ */
+export async function issuePortalLink(
+  db: DB,
+  request: PortalLinkRequest,
+  actor: Actor,
+  baseUrl: string,
+): Promise<{ url: string; expiresAt: Date }> {
+  const token = newSecretToken();
+  const actorEmail = request.actorEmail.trim().toLowerCase();
+  const link = await db.transaction().execute(async (trx) => {
+    const created = await createPortalLink(trx, {
+      orgId: request.orgId,
+      tokenHash: hashSecretToken(token),
+      actorEmail,
+      readOnly: request.readOnly,
+      sessionLifetimeSeconds: request.sessionLifetimeSeconds,
+      createdBy: actor.kind === 'operator' ? 'operator' : 'platform',
+    });
+    await recordAuditEvent(trx, {
+      orgId: request.orgId,
+      actor,
+      action: 'createPortalLink',
+      target: { kind: 'portal_link', id: created.id },
+      outcome: 'succeeded',
+      details: { actor_email: actorEmail, read_only: request.readOnly, session_lifetime_seconds: request.sessionLifetimeSeconds },
+      requestId: actor.requestId ?? null,
+      clientAddress: actor.clientAddress ?? null,
+    });
+    return created;
+  });
+  const url = new URL(redemptionPath, baseUrl);
+  url.searchParams.set('jeton', token);
+  return { url: url.toString(), expiresAt: link.expiresAt };
+}
