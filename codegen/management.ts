@@ -4,6 +4,28 @@
  */
 
 export interface paths {
+    "/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * La session de la page
+         * @description La session ouverte par un lien : son organisation, son administrateur, si elle est en lecture
+         *     seule, sa fin, et le jeton anti-CSRF que ses requêtes de modification portent en
+         *     `X-CSRF-Token`.
+         */
+        get: operations["getPortalSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/organisations/{org_id}/portal-links": {
         parameters: {
             query?: never;
@@ -99,6 +121,32 @@ export interface components {
         };
         /** @description Le code stable de l'erreur. */
         ErrorCode: "invalid_parameter" | "invalid_body" | "credentials_missing" | "management_token_invalid" | "session_expired" | "csrf_rejected" | "session_read_only" | "platform_only" | "session_only" | "unknown_organisation" | "unknown_api_key" | "route_not_found" | "method_not_allowed" | "rate_limited" | "internal" | "service_unavailable" | "server_busy";
+        /**
+         * @example {
+         *       "organisation": {
+         *         "id": "3f0c2a4e-8b1d-4c5e-9a6f-0123456789ab",
+         *         "name": "Formations Dupont"
+         *       },
+         *       "actor_email": "admin@formations-dupont.fr",
+         *       "read_only": false,
+         *       "expires_at": "2026-11-29T09:12:44.512Z",
+         *       "csrf_token": "Zk9yZ2VkLWNzcmYtdG9rZW4tZXhhbXBsZS0wMDAwMDAwMA"
+         *     }
+         */
+        PortalSession: {
+            organisation: {
+                /** Format: uuid */
+                id: string;
+                name: string;
+            };
+            /** @description L'administrateur à qui le lien a été donné. */
+            actor_email: string;
+            read_only: boolean;
+            /** Format: date-time */
+            expires_at: string;
+            /** @description À envoyer en `X-CSRF-Token` avec toute requête de modification. */
+            csrf_token: string;
+        };
         /**
          * @example {
          *       "actor_email": "admin@formations-dupont.fr",
@@ -379,6 +427,31 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description La session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalSession"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     createPortalLink: {
         parameters: {
             query?: never;

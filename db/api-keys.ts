@@ -118,7 +118,9 @@ export async function listApiKeysPage(
   if (options.state === 'revoked') query = query.where('revoked_at', 'is not', null);
   if (options.state === 'expired') query = query.where('revoked_at', 'is', null).where('expires_at', '<=', sql<Date>`now()`);
   if (options.state === 'active')
-    query = query.where('revoked_at', 'is', null).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]));
+    query = query
+      .where('revoked_at', 'is', null)
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]));
   if (options.after) query = query.where(sql<boolean>`(created_at, id) < (${options.after.at}::timestamptz, ${options.after.id}::uuid)`);
   return query
     .orderBy('created_at', 'desc')

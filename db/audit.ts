@@ -52,18 +52,7 @@ export interface AuditFilters {
 export async function listAuditEvents(db: DB, orgId: string, filters: AuditFilters, afterId: string | null, limit: number) {
   let query = db
     .selectFrom('audit_events')
-    .select([
-      'id',
-      'occurred_at',
-      'actor_kind',
-      'actor_email',
-      'action',
-      'target_kind',
-      'target_id',
-      'outcome',
-      'refusal_code',
-      'details',
-    ])
+    .select(['id', 'occurred_at', 'actor_kind', 'actor_email', 'action', 'target_kind', 'target_id', 'outcome', 'refusal_code', 'details'])
     .where('org_id', '=', orgId);
   if (filters.action) query = query.where('action', '=', filters.action);
   if (filters.outcome) query = query.where('outcome', '=', filters.outcome);

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import type { DB } from './connection';
+import { type DB, type PreparedStatement, runPrepared } from './connection';
+import { type CountedRequests, type CountedRow, countedRequests, takeFromBucket } from './rate-limit';
 
 /*
  * The page's links and sessions. A link is handed to one administrator, opens at most one session
@@ -73,4 +74,90 @@ export async function whyNotRedeemed(db: DB, linkTokenHash: Buffer): Promise<'un
     .executeTakeFirst();
   if (!link) return 'unknown';
   return link.used ? 'used' : 'expired';
+}
+
+export interface SessionLookup {
+  id: string;
+  orgId: string;
+  orgName: string;
+  actorEmail: string;
+  readOnly: boolean;
+  expiresAt: Date;
+  /** Live: neither ended nor past its lifetime. */
+  usable: boolean;
+  /** The request counted in the session's bucket; null when the session is not usable (nothing counted). */
+  counted: CountedRequests | null;
+}
+
+/**
+ * Finds a session by its cookie's hash ($1) and, when it is live, counts one request against its
+ * budget of $2 per $3 seconds: one round trip for both, as for a key.
+ */
+const sessionAndCountStatement: PreparedStatement = {
+  name: 'portal_session_request',
+  text: `
+  with found as (
+    select s.id, s.org_id, o.name as org_name, s.actor_email, s.read_only, s.expires_at,
+           s.ended_at is null and s.expires_at > now() as usable
+    from portal_sessions s join organisations o on o.id = s.org_id
+    where s.token_hash = $1
+  ), counted as (${takeFromBucket(`select 'session:' || found.id as bucket from found where found.usable`, {
+    requests: '1',
+    limit: '$2::int',
+    windowSeconds: '$3::int',
+  })})
+  select found.*, counted.granted, counted.in_window, counted.reset_seconds
+  from found left join counted on true`,
+};
+
+export async function findSessionAndCountRequest(
+  db: DB,
+  tokenHash: Buffer,
+  limit: number,
+  windowSeconds: number,
+): Promise<SessionLookup | null> {
+  const [row] = await runPrepared<{
+    id: string;
+    org_id: string;
+    org_name: string;
+    actor_email: string;
+    read_only: boolean;
+    expires_at: Date;
+    usable: boolean;
+    granted: number | null;
+    in_window: number | null;
+    reset_seconds: number | null;
+  }>(db, sessionAndCountStatement, [tokenHash, limit, windowSeconds]);
+  if (!row) return null;
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    orgName: row.org_name,
+    actorEmail: row.actor_email,
+    readOnly: row.read_only,
+    expiresAt: row.expires_at,
+    usable: row.usable,
+    counted: row.granted === null ? null : countedRequests(row as CountedRow),
+  };
+}
+
+/** Ends a live session (a logout, or a session replaced by a newer link's); false when it was not live. */
+export async function endPortalSession(db: DB, sessionId: string, reason: 'logout' | 'replaced'): Promise<boolean> {
+  const ended = await db
+    .updateTable('portal_sessions')
+    .set({ ended_at: sql<Date>`now()` as never, end_reason: reason })
+    .where('id', '=', sessionId)
+    .where('ended_at', 'is', null)
+    .executeTakeFirst();
+  return ended.numUpdatedRows > 0n;
+}
+
+/** A session with its organisation's name, live or not; undefined when there is no such session. */
+export async function findPortalSession(db: DB, sessionId: string) {
+  return db
+    .selectFrom('portal_sessions as s')
+    .innerJoin('organisations as o', 'o.id', 's.org_id')
+    .select(['s.id', 's.org_id', 'o.name as org_name', 's.actor_email', 's.read_only', 's.expires_at'])
+    .where('s.id', '=', sessionId)
+    .executeTakeFirst();
 }

@@ -2,9 +2,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { components, operations } from '../codegen/management';
 import { type ApiKeyRecord, listApiKeysPage } from '../db/api-keys';
 import type { DB } from '../db/connection';
+import { findPortalSession } from '../db/portal';
 import { ExpiryInThePast, issueApiKey, keyState, lastValidDay, revokeOrganisationKey } from '../src/api-keys';
 import type { Config } from '../src/config';
 import { ApiError } from '../src/http/errors';
+import { csrfTokenOf } from '../src/http/management';
 import { issuePortalLink } from '../src/portal';
 
 /*
@@ -63,6 +65,19 @@ function decodeCursor(cursor: string | undefined): { at: string; id: string } | 
 export function createManagementHandlers(context: { db: DB; config: Config }) {
   const { db, config } = context;
   return {
+    async getPortalSession(request: RequestOf<'getPortalSession'>) {
+      const session = request.portalSession!;
+      const found = await findPortalSession(db, session.id);
+      if (!found) throw new ApiError('session_expired');
+      return {
+        organisation: { id: found.org_id, name: found.org_name },
+        actor_email: found.actor_email,
+        read_only: found.read_only,
+        expires_at: found.expires_at.toISOString(),
+        csrf_token: csrfTokenOf(session.token),
+      };
+    },
+
     async createPortalLink(request: RequestOf<'createPortalLink'>, reply: FastifyReply) {
       const { actor_email, read_only, session_lifetime_seconds } = request.body;
       const sessionLifetimeSeconds = session_lifetime_seconds ?? defaultSessionLifetimeSeconds;

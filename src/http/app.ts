@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
@@ -31,6 +32,7 @@ import { ApiError, serviceUnavailable } from './errors';
 import { registerHealthRoutes } from './health';
 import { registerManagementApi } from './management';
 import type { Metrics } from './metrics';
+import { registerPortalDoor } from './portal-page';
 import { validatorCompiler } from './validation';
 
 export const apiPrefix = '/v1';
@@ -82,6 +84,8 @@ export async function buildApp(context: AppContext, { logStream, docsLearnerEmai
   const document = loadOpenapiDocument();
   await registerDocument(app, document, docsLearnerEmail);
   await registerApi(app, context, document);
+  await app.register(cookie);
+  registerPortalDoor(app, context);
   await registerManagementApi(app, context, createManagementHandlers({ db: context.db, config: context.config }));
   return app;
 }
@@ -90,7 +94,19 @@ function createFastify(config: Config, logStream: AppOptions['logStream']): Fast
   return Fastify({
     logger: {
       level: config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[masqué]' },
+      redact: {
+        paths: ['req.headers.authorization', 'headers.authorization', 'req.headers.cookie', 'req.headers["x-csrf-token"]'],
+        censor: '[masqué]',
+      },
+      // A portal link's token is in its URL: the log keeps the URL without it.
+      serializers: {
+        req: (request: { method: string; url: string; hostname?: string; ip?: string }) => ({
+          method: request.method,
+          url: request.url.replace(/([?&]jeton=)[^&]*/g, '$1[masqué]'),
+          host: request.hostname,
+          remoteAddress: request.ip,
+        }),
+      },
       ...(logStream ? { stream: logStream } : {}),
     },
     genReqId: (request) => {

@@ -26,6 +26,17 @@ const errorCatalogue = {
     message: 'Identifiez-vous : jeton de la plateforme (Authorization: Bearer) ou session de la page « API et intégrations ».',
   },
   management_token_invalid: { status: 401, message: 'Jeton de gestion invalide.' },
+  session_expired: {
+    status: 401,
+    message: 'Session expirée ou fermée : rouvrez la page « API et intégrations » depuis votre tableau de bord.',
+  },
+  csrf_rejected: {
+    status: 403,
+    message: 'Requête refusée : elle ne vient pas de la page « API et intégrations » (Origin ou X-CSRF-Token absent ou invalide).',
+  },
+  session_read_only: { status: 403, message: 'Accès en lecture seule : ce lien permet de consulter, pas de modifier.' },
+  platform_only: { status: 403, message: 'Réservé au serveur de la plateforme (jeton MANAGEMENT_TOKEN).' },
+  session_only: { status: 403, message: 'Réservé à la page « API et intégrations ».' },
   scope_write_required: {
     status: 403,
     message: 'Cette clé API est en lecture seule : l’inscription demande une clé avec le droit d’écriture (scope « write »).',

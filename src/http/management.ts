@@ -1,11 +1,14 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
+import { recordAuditEvent } from '../../db/audit';
 import { findOrganisation } from '../../db/organisations';
+import { findSessionAndCountRequest } from '../../db/portal';
 import { countRequest } from '../../db/rate-limit';
 import type { Actor } from '../api-keys';
 import type { AppContext } from '../context';
 import { loadManagementDocument, managementText } from '../openapi-document';
+import { hashSecretToken } from '../portal';
 import { tooManyRequests } from './auth';
 import { apiErrorOf, jsonContentType, unknownAddress } from './error-handler';
 import { ApiError, managementErrorBody } from './errors';
@@ -20,28 +23,72 @@ import { validationParam } from './validation';
 
 export const managementPrefix = '/manage/v1';
 
+/** A page session's anti-CSRF token: derived from its cookie's value, which only the browser and this request hold. */
+export function csrfTokenOf(sessionToken: string): string {
+  return createHmac('sha256', sessionToken).update('csrf').digest('base64url');
+}
+
+/** The session cookie's name: `__Host-` (which requires Secure) over https, plain over local http. */
+export function sessionCookieName(request: FastifyRequest): string {
+  return request.protocol === 'https' ? '__Host-portail_session' : 'portail_session';
+}
+
+/** The origin the page is served from, which a session's changes must come from. */
+function expectedOrigin(request: FastifyRequest, publicBaseUrl: string | null): string {
+  return publicBaseUrl ? new URL(publicBaseUrl).origin : `${request.protocol}://${request.host}`;
+}
+
+/** The refusals of a session's attempted change that the audit log records. */
+const auditedRefusals = new Set(['session_read_only', 'csrf_rejected', 'platform_only']);
+
+/** Each operation's id by its route as Fastify names it (`POST /manage/v1/organisations/:org_id/api-keys`). */
+function operationIdsByRoute(document: Record<string, any>): Map<string, string> {
+  const byRoute = new Map<string, string>();
+  for (const [route, item] of Object.entries<Record<string, { operationId?: string }>>(document.paths ?? {})) {
+    for (const [method, operation] of Object.entries(item)) {
+      if (operation?.operationId)
+        byRoute.set(`${method.toUpperCase()} ${managementPrefix}${route.replace(/\{([^}]+)\}/g, ':$1')}`, operation.operationId);
+    }
+  }
+  return byRoute;
+}
+
+/** Codes that only say which kind of caller an operation takes: any other refusal is more precise. */
+const callerKindCodes = new Set(['platform_only', 'session_only']);
+
 /**
  * The document's security requirements, checked against the caller the `onRequest` hook found:
- * glue admits a request when one of an operation's alternatives holds. A page session is not yet a
- * caller, so its alternatives do not hold.
+ * glue admits a request when one of an operation's alternatives holds.
  */
-const callerChecks = {
-  platformToken(request: FastifyRequest) {
-    if (request.actor.kind !== 'platform') throw new ApiError('credentials_missing');
-  },
-  portalSession() {
-    throw new ApiError('credentials_missing');
-  },
-  csrfToken() {
-    throw new ApiError('credentials_missing');
-  },
-};
+function callerChecks(publicBaseUrl: string | null) {
+  return {
+    platformToken(request: FastifyRequest) {
+      if (request.actor.kind !== 'platform') throw new ApiError('platform_only');
+    },
+    portalSession(request: FastifyRequest, _reply: FastifyReply, roles: string[]) {
+      if (request.actor.kind !== 'session' || !request.portalSession) throw new ApiError('session_only');
+      if (roles.includes('write') && request.portalSession.readOnly) throw new ApiError('session_read_only');
+    },
+    csrfToken(request: FastifyRequest) {
+      const session = request.portalSession;
+      if (request.actor.kind !== 'session' || !session) throw new ApiError('session_only');
+      const fetchSite = request.headers['sec-fetch-site'];
+      const token = request.headers['x-csrf-token'];
+      const sameOrigin =
+        request.headers.origin === expectedOrigin(request, publicBaseUrl) && (fetchSite === undefined || fetchSite === 'same-origin');
+      if (!sameOrigin || typeof token !== 'string' || !sameSecret(token, csrfTokenOf(session.token))) throw new ApiError('csrf_rejected');
+    },
+  };
+}
+
 const rateLimitWindowSeconds = 60;
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Who called the management API, as the audit log records them. */
     actor: Actor;
+    /** The page session that called, with its cookie's value (for its anti-CSRF token). */
+    portalSession?: { id: string; orgId: string; readOnly: boolean; token: string };
   }
 }
 
@@ -57,7 +104,9 @@ function sendManagementError(reply: FastifyReply, error: ApiError) {
 
 /** Any error of the management scope as its answer: the catalogue's, with the parameter a validation error names. */
 function managementErrorOf(error: FastifyError & { errors?: unknown[] }, request: FastifyRequest): ApiError {
-  const apiError = apiErrorOf(error, request);
+  const refusals = Array.isArray(error.errors) ? error.errors.filter((inner): inner is ApiError => inner instanceof ApiError) : [];
+  const precise = refusals.find((refusal) => !callerKindCodes.has(refusal.code));
+  const apiError = precise ?? apiErrorOf(error, request);
   const param = error.validation ? validationParam(error.validation as never) : undefined;
   return param === undefined ? apiError : new ApiError(apiError.code, apiError.message, { ...apiError.extraBody, param }, apiError.headers);
 }
@@ -82,6 +131,23 @@ export async function registerManagementApi(
         // The caller first: nothing of a request runs, not even its validation, before it is known and counted.
         operations.addHook('onRequest', async (request) => {
           const authorization = request.headers.authorization;
+          const sessionToken = request.cookies[sessionCookieName(request)];
+          if (!authorization?.startsWith('Bearer ') && sessionToken) {
+            const limit = config.managementRateLimitPerMinute;
+            const session = await findSessionAndCountRequest(db, hashSecretToken(sessionToken), limit, rateLimitWindowSeconds);
+            if (!session?.usable || !session.counted) throw new ApiError('session_expired');
+            if (session.counted.granted === 0)
+              throw tooManyRequests(session.counted.resetSeconds, { limit, windowSeconds: rateLimitWindowSeconds });
+            request.portalSession = { id: session.id, orgId: session.orgId, readOnly: session.readOnly, token: sessionToken };
+            request.actor = {
+              kind: 'session',
+              email: session.actorEmail,
+              sessionId: session.id,
+              requestId: request.id,
+              clientAddress: request.ip,
+            };
+            return;
+          }
           if (!authorization?.startsWith('Bearer ')) throw new ApiError('credentials_missing');
           const token = authorization.slice('Bearer '.length).trim();
           if (config.managementToken === null || !sameSecret(token, config.managementToken)) {
@@ -102,18 +168,37 @@ export async function registerManagementApi(
         // An organisation the caller may not see, or that does not exist, is the same 404.
         operations.addHook('preHandler', async (request) => {
           const orgId = (request.params as { org_id?: string }).org_id;
-          if (orgId !== undefined && !(await findOrganisation(db, orgId))) throw new ApiError('unknown_organisation');
+          if (orgId === undefined) return;
+          // A session sees its own organisation only; any other is as unknown as one that does not exist.
+          const visible = request.portalSession ? request.portalSession.orgId === orgId : Boolean(await findOrganisation(db, orgId));
+          if (!visible) throw new ApiError('unknown_organisation');
         });
         await operations.register(openapiGlue, {
           specification: document,
           serviceHandlers: handlers,
-          securityHandlers: callerChecks,
+          securityHandlers: callerChecks(config.publicBaseUrl),
         });
         operations.setNotFoundHandler((request, reply) => sendManagementError(reply, unknownAddress(request)));
       });
-      api.setErrorHandler((error: FastifyError & { errors?: unknown[] }, request, reply) =>
-        sendManagementError(reply, managementErrorOf(error, request)),
-      );
+      const operationIds = operationIdsByRoute(document);
+      api.setErrorHandler(async (error: FastifyError & { errors?: unknown[] }, request, reply) => {
+        const refusal = managementErrorOf(error, request);
+        // A change a session tried and was refused is in the audit log, as its changes are.
+        if (request.portalSession && auditedRefusals.has(refusal.code)) {
+          const params = request.params as { key_id?: string };
+          await recordAuditEvent(db, {
+            orgId: request.portalSession.orgId,
+            actor: request.actor,
+            action: operationIds.get(`${request.method} ${request.routeOptions.url}`) ?? `${request.method} ${request.routeOptions.url}`,
+            target: params.key_id ? { kind: 'api_key', id: params.key_id } : null,
+            outcome: 'refused',
+            refusalCode: refusal.code,
+            requestId: request.id,
+            clientAddress: request.ip,
+          });
+        }
+        return sendManagementError(reply, refusal);
+      });
     },
     { prefix: managementPrefix },
   );

@@ -1,0 +1,168 @@
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { bearer } from './support/app';
+import { createOrgWithKeys } from './support/factories';
+import { useTestApp } from './support/lifecycle';
+
+// A link opens a session once; the session's cookie calls the management API for its own
+// organisation only; its changes need the page's origin and its anti-CSRF token; a read-only
+// session changes nothing, and its refused attempts are audited.
+
+const managementToken = 'jeton-de-gestion-de-la-plateforme-0123456789abcdef';
+const publicBaseUrl = 'http://localhost:3000';
+const fixture = useTestApp({ managementToken, publicBaseUrl, rateLimitPerMinute: 1000 });
+
+async function linkFor(orgId: string, readOnly = false): Promise<string> {
+  const answer = await fixture.app.inject({
+    method: 'POST',
+    url: `/manage/v1/organisations/${orgId}/portal-links`,
+    headers: bearer(managementToken),
+    payload: { actor_email: 'admin@formations.fr', read_only: readOnly },
+  });
+  expect(answer.statusCode).toBe(201);
+  const url = new URL(answer.json<{ url: string }>().url);
+  return `${url.pathname}${url.search}`;
+}
+
+/** Opens a link as a browser would: the session cookie it sets. */
+async function open(path: string) {
+  const answer = await fixture.app.inject({ method: 'GET', url: path });
+  return { answer, cookie: answer.cookies.find((cookie) => cookie.name === 'portail_session') };
+}
+
+async function sessionOf(orgId: string, readOnly = false) {
+  const { answer, cookie } = await open(await linkFor(orgId, readOnly));
+  expect(answer.statusCode).toBe(302);
+  const headers = { cookie: `portail_session=${cookie!.value}` };
+  const session = await fixture.app.inject({ method: 'GET', url: '/manage/v1/session', headers });
+  expect(session.statusCode).toBe(200);
+  return { headers, session: session.json<{ csrf_token: string; read_only: boolean; organisation: { id: string } }>() };
+}
+
+describe('a portal link', () => {
+  it('opens a session once: an HttpOnly, SameSite cookie and a redirect to the page; then 410', async () => {
+    const { orgId } = await createOrgWithKeys(fixture.db, { name: 'Formations Session' });
+    const path = await linkFor(orgId);
+    const { answer, cookie } = await open(path);
+    expect(answer.statusCode).toBe(302);
+    expect(answer.headers.location).toBe('/integrations/');
+    expect(answer.headers['cache-control']).toBe('no-store');
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/' });
+    expect(cookie!.maxAge).toBeGreaterThan(86_000);
+    const again = await open(path);
+    expect(again.answer.statusCode).toBe(410);
+    expect(again.answer.body).toContain('Ce lien a déjà servi');
+    expect(again.cookie).toBeUndefined();
+  });
+
+  it('opens nothing once past its 10 minutes, or when unknown', async () => {
+    const { orgId } = await createOrgWithKeys(fixture.db, { name: 'Formations Lien tardif' });
+    const path = await linkFor(orgId);
+    await sql`update portal_links set expires_at = now() - interval '1 second' where org_id = ${orgId}`.execute(fixture.db);
+    const late = await open(path);
+    expect(late.answer.statusCode).toBe(410);
+    expect(late.answer.body).toContain('il doit être ouvert dans les 10 minutes');
+    const unknown = await open('/integrations/connexion?jeton=inconnu');
+    expect(unknown.answer.statusCode).toBe(404);
+    expect(unknown.answer.headers['content-security-policy']).toContain("default-src 'none'");
+  });
+});
+
+describe('a page session', () => {
+  it('reads its own organisation, and gets 404 for any other', async () => {
+    const mine = await createOrgWithKeys(fixture.db, { name: 'Formations Les Miennes' });
+    const theirs = await createOrgWithKeys(fixture.db, { name: 'Formations Les Autres' });
+    const { headers, session } = await sessionOf(mine.orgId);
+    expect(session).toMatchObject({ organisation: { id: mine.orgId }, read_only: false });
+    const own = await fixture.app.inject({ method: 'GET', url: `/manage/v1/organisations/${mine.orgId}/api-keys`, headers });
+    expect(own.statusCode).toBe(200);
+    const other = await fixture.app.inject({ method: 'GET', url: `/manage/v1/organisations/${theirs.orgId}/api-keys`, headers });
+    expect(other.statusCode).toBe(404);
+    expect(other.json()).toMatchObject({ code: 'unknown_organisation' });
+  });
+
+  it('changes something only from the page’s origin with its anti-CSRF token', async () => {
+    const { orgId } = await createOrgWithKeys(fixture.db, { name: 'Formations CSRF' });
+    const { headers, session } = await sessionOf(orgId);
+    const create = (extra: Record<string, string>) =>
+      fixture.app.inject({
+        method: 'POST',
+        url: `/manage/v1/organisations/${orgId}/api-keys`,
+        headers: { ...headers, ...extra },
+        payload: { label: 'Depuis la page' },
+      });
+    const forgeries: Record<string, string>[] = [
+      {},
+      { origin: 'https://ailleurs.example' },
+      { origin: publicBaseUrl, 'x-csrf-token': 'faux' },
+    ];
+    for (const forged of forgeries) {
+      const refused = await create(forged);
+      expect(refused.statusCode, JSON.stringify(forged)).toBe(403);
+      expect(refused.json()).toMatchObject({ code: 'csrf_rejected' });
+    }
+    const crossSite = await create({ origin: publicBaseUrl, 'x-csrf-token': session.csrf_token, 'sec-fetch-site': 'cross-site' });
+    expect(crossSite.statusCode).toBe(403);
+    const accepted = await create({ origin: publicBaseUrl, 'x-csrf-token': session.csrf_token });
+    expect(accepted.statusCode).toBe(201);
+    const audit = await fixture.db
+      .selectFrom('audit_events')
+      .select(['action', 'actor_kind', 'actor_email', 'outcome', 'refusal_code'])
+      .where('org_id', '=', orgId)
+      .where('action', '=', 'createApiKey')
+      .orderBy('id')
+      .execute();
+    const attempt = { action: 'createApiKey', actor_kind: 'session', actor_email: 'admin@formations.fr' };
+    expect(audit).toEqual([
+      ...Array(4).fill({ ...attempt, outcome: 'refused', refusal_code: 'csrf_rejected' }),
+      { ...attempt, outcome: 'succeeded', refusal_code: null },
+    ]);
+  });
+
+  it('read-only, reads everything and changes nothing', async () => {
+    const { orgId } = await createOrgWithKeys(fixture.db, { name: 'Formations Lecture seule' });
+    const { headers, session } = await sessionOf(orgId, true);
+    expect(session.read_only).toBe(true);
+    const listed = await fixture.app.inject({ method: 'GET', url: `/manage/v1/organisations/${orgId}/api-keys`, headers });
+    expect(listed.statusCode).toBe(200);
+    const refused = await fixture.app.inject({
+      method: 'POST',
+      url: `/manage/v1/organisations/${orgId}/api-keys`,
+      headers: { ...headers, origin: publicBaseUrl, 'x-csrf-token': session.csrf_token },
+      payload: { label: 'Interdit' },
+    });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json()).toMatchObject({ code: 'session_read_only' });
+    const keys = await fixture.db.selectFrom('api_keys').select('label').where('org_id', '=', orgId).execute();
+    expect(keys.map((key) => key.label)).not.toContain('Interdit');
+    const audit = await fixture.db
+      .selectFrom('audit_events')
+      .select(['action', 'actor_kind', 'outcome', 'refusal_code'])
+      .where('org_id', '=', orgId)
+      .where('outcome', '=', 'refused')
+      .execute();
+    expect(audit).toEqual([{ action: 'createApiKey', actor_kind: 'session', outcome: 'refused', refusal_code: 'session_read_only' }]);
+  });
+
+  it('may not ask for a link, which only the platform may', async () => {
+    const { orgId } = await createOrgWithKeys(fixture.db, { name: 'Formations Pas de lien' });
+    const { headers, session } = await sessionOf(orgId);
+    const refused = await fixture.app.inject({
+      method: 'POST',
+      url: `/manage/v1/organisations/${orgId}/portal-links`,
+      headers: { ...headers, origin: publicBaseUrl, 'x-csrf-token': session.csrf_token },
+      payload: { actor_email: 'autre@formations.fr' },
+    });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json()).toMatchObject({ code: 'platform_only' });
+  });
+
+  it('ends when its time is past: 401', async () => {
+    const { orgId } = await createOrgWithKeys(fixture.db, { name: 'Formations Session finie' });
+    const { headers } = await sessionOf(orgId);
+    await sql`update portal_sessions set expires_at = now() - interval '1 second' where org_id = ${orgId}`.execute(fixture.db);
+    const late = await fixture.app.inject({ method: 'GET', url: `/manage/v1/organisations/${orgId}/api-keys`, headers });
+    expect(late.statusCode).toBe(401);
+    expect(late.json()).toMatchObject({ code: 'session_expired' });
+  });
+});
