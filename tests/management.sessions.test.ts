@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { bearer } from './support/app';
+import { bearer, buildTestApp } from './support/app';
 import { createOrgWithKeys } from './support/factories';
 import { useTestApp } from './support/lifecycle';
 
@@ -164,5 +164,42 @@ describe('a page session', () => {
     const late = await fixture.app.inject({ method: 'GET', url: `/manage/v1/organisations/${orgId}/api-keys`, headers });
     expect(late.statusCode).toBe(401);
     expect(late.json()).toMatchObject({ code: 'session_expired' });
+  });
+});
+
+describe('secrets in the log', () => {
+  it('never holds the link’s token, the session cookie or the anti-CSRF token', async () => {
+    const { orgId } = await createOrgWithKeys(fixture.db, { name: 'Formations Journal' });
+    const lines: string[] = [];
+    const logged = await buildTestApp(
+      fixture.db,
+      { logLevel: 'trace', managementToken, publicBaseUrl },
+      { logStream: { write: (line: string) => void lines.push(line) } },
+    );
+    try {
+      const link = await logged.inject({
+        method: 'POST',
+        url: `/manage/v1/organisations/${orgId}/portal-links`,
+        headers: bearer(managementToken),
+        payload: { actor_email: 'admin@formations.fr' },
+      });
+      const path = new URL(link.json<{ url: string }>().url);
+      const token = path.searchParams.get('jeton')!;
+      const opened = await logged.inject({ method: 'GET', url: `${path.pathname}${path.search}` });
+      const cookie = opened.cookies.find((candidate) => candidate.name === 'portail_session')!.value;
+      const session = await logged.inject({ method: 'GET', url: '/manage/v1/session', headers: { cookie: `portail_session=${cookie}` } });
+      const csrf = session.json<{ csrf_token: string }>().csrf_token;
+      await logged.inject({
+        method: 'POST',
+        url: `/manage/v1/organisations/${orgId}/api-keys`,
+        headers: { cookie: `portail_session=${cookie}`, origin: publicBaseUrl, 'x-csrf-token': csrf },
+        payload: { label: 'Journal' },
+      });
+      const log = lines.join('');
+      expect(log).toContain('jeton=[masqué]');
+      for (const secret of [token, cookie, csrf, managementToken]) expect(log).not.toContain(secret);
+    } finally {
+      await logged.close();
+    }
   });
 });
