@@ -20,7 +20,12 @@ export interface paths {
         get: operations["getPortalSession"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Se déconnecter
+         * @description Ferme la session de la page et efface son cookie. Une session en lecture seule peut aussi se
+         *     fermer.
+         */
+        delete: operations["endPortalSession"];
         options?: never;
         head?: never;
         patch?: never;
@@ -105,6 +110,347 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/organisations/{org_id}/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Les points de réception
+         * @description Les points de réception de l'organisation, les plus récents d'abord, jamais leur secret.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Créer un point de réception
+         * @description Enregistre une adresse https publique et les types d'événements qu'elle reçoit. Le secret de
+         *     signature (`whsec_…`) est renvoyé **une seule fois**, ici. 20 points de réception au plus par
+         *     organisation.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organisations/{org_id}/webhook-endpoints/{endpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Supprimer un point de réception
+         * @description Supprime le point de réception et son journal de livraisons : plus rien ne lui est envoyé. Le
+         *     journal d'audit garde la trace de la suppression.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Modifier un point de réception
+         * @description Change l'adresse ou les types d'événements. Les livraisons déjà prévues partent vers la nouvelle adresse.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/organisations/{org_id}/webhook-endpoints/{endpoint_id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Réactiver un point de réception
+         * @description Réactive un point de réception désactivé (après trop d'échecs, ou par un opérateur), remet son
+         *     compte d'échecs à zéro et reprend ses livraisons en attente. Sans effet sur un point actif.
+         */
+        post: operations["enableWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organisations/{org_id}/webhook-endpoints/{endpoint_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Changer le secret de signature
+         * @description Donne un nouveau secret, renvoyé **une seule fois**, ici. Pendant 24 heures, chaque livraison
+         *     porte aussi la signature de l'ancien secret, le temps de mettre le nouveau en place.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organisations/{org_id}/webhook-endpoints/{endpoint_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Envoyer un événement de test
+         * @description Le bouton de test : un événement `ping` signé, envoyé à ce seul point de réception et visible
+         *     dans le journal des livraisons.
+         */
+        post: operations["sendWebhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organisations/{org_id}/webhook-endpoints/{endpoint_id}/example": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Envoyer un exemple d'événement
+         * @description Envoie à ce seul point de réception l'exemple du type choisi, tel que `openapi.yaml` le
+         *     donne, signé, avec un identifiant et une date neufs : de quoi tester la réception d'un
+         *     `programme.completed` sans attendre qu'un apprenant termine un programme. Le point de
+         *     réception n'a pas besoin d'être abonné à ce type.
+         */
+        post: operations["sendWebhookExample"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organisations/{org_id}/webhook-endpoints/{endpoint_id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Renvoyer les livraisons abandonnées
+         * @description Renvoie chaque livraison abandonnée (`dead`) de ce point de réception créée depuis `since` :
+         *     même identifiant, même corps, un nouveau cycle de tentatives. Pour rattraper une panne du
+         *     récepteur une fois celle-ci réparée. Le point de réception doit être actif.
+         */
+        post: operations["recoverWebhookDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organisations/{org_id}/webhook-deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Le journal des livraisons
+         * @description Les livraisons de l'organisation, les plus récentes d'abord, chacune avec ses tentatives (les
+         *     20 dernières, dans l'ordre).
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organisations/{org_id}/webhook-deliveries/{delivery_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant de la livraison (l'en-tête `X-Service-Delivery`). */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Renvoyer une livraison
+         * @description Renvoie une livraison livrée ou abandonnée : même identifiant, même corps, un nouveau cycle de
+         *     tentatives. Une livraison encore en attente répond 409.
+         */
+        post: operations["replayWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organisations/{org_id}/portal-sessions/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fermer les sessions de la page
+         * @description Ferme les sessions ouvertes de l'organisation, toutes ou celles d'un administrateur : leurs
+         *     requêtes suivantes reçoivent 401. Les liens pas encore utilisés restent valables jusqu'à leur
+         *     expiration (10 minutes).
+         */
+        post: operations["revokePortalSessions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organisations/{org_id}/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * La vue d'ensemble
+         * @description Les licences par type, comptées comme `GET /v1/summary` les compte, les clés et les points de
+         *     réception par état, et les événements des 30 derniers jours par type (sans les tests ni les
+         *     exemples).
+         */
+        get: operations["getOrganisationOverview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organisations/{org_id}/api-usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * L'usage de l'API par clé
+         * @description Les requêtes de chaque clé par jour (heure de Paris), aujourd'hui compris : acceptées,
+         *     refusées par la limite de débit (429) et refusées parce que la clé était révoquée ou expirée.
+         *     Les comptes ont jusqu'à 10 secondes de retard.
+         */
+        get: operations["getApiUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organisations/{org_id}/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Le journal d'audit
+         * @description Qui a fait quoi, et quand : chaque changement fait par la page, la plateforme ou un opérateur,
+         *     et chaque changement refusé à une session, les plus récents d'abord.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -120,7 +466,7 @@ export interface components {
             retry_after?: number;
         };
         /** @description Le code stable de l'erreur. */
-        ErrorCode: "invalid_parameter" | "invalid_body" | "credentials_missing" | "management_token_invalid" | "session_expired" | "csrf_rejected" | "session_read_only" | "platform_only" | "session_only" | "unknown_organisation" | "unknown_api_key" | "route_not_found" | "method_not_allowed" | "rate_limited" | "internal" | "service_unavailable" | "server_busy";
+        ErrorCode: "invalid_parameter" | "invalid_body" | "credentials_missing" | "management_token_invalid" | "session_expired" | "csrf_rejected" | "session_read_only" | "platform_only" | "session_only" | "unknown_organisation" | "unknown_api_key" | "unknown_webhook_endpoint" | "unknown_webhook_delivery" | "webhook_url_refused" | "endpoint_limit_reached" | "delivery_pending" | "endpoint_disabled" | "route_not_found" | "method_not_allowed" | "rate_limited" | "internal" | "service_unavailable" | "server_busy";
         /**
          * @example {
          *       "organisation": {
@@ -295,6 +641,427 @@ export interface components {
             /** @description La clé était déjà révoquée ; sa date de révocation reste la première. */
             already_revoked: boolean;
         };
+        /**
+         * @description Un type d'événement auquel un point de réception s'abonne (voir les webhooks d'`openapi.yaml`).
+         * @enum {string}
+         */
+        WebhookEventType: "quiz.completed" | "course.started" | "programme.completed" | "learner.enrolled" | "learner.activated" | "satisfaction.submitted";
+        /**
+         * @description Le type de l'événement livré ; `ping` est l'événement du bouton de test.
+         * @enum {string}
+         */
+        WebhookDeliveryEventType: "quiz.completed" | "course.started" | "programme.completed" | "learner.enrolled" | "learner.activated" | "satisfaction.submitted" | "ping";
+        /** @description Les types d'événements reçus. */
+        WebhookEventTypes: components["schemas"]["WebhookEventType"][];
+        /**
+         * Format: uri
+         * @description Une adresse https publique (ni adresse privée, ni boucle locale), sans identifiants.
+         */
+        WebhookUrl: string;
+        /**
+         * @description Un point de réception, tel que la gestion le montre : jamais son secret.
+         * @example {
+         *       "id": "2b7e4c1a-9f3d-4e8b-a6c2-5d1f0e9a8b7c",
+         *       "url": "https://crm.formations-dupont.fr/webhooks/plateforme",
+         *       "event_types": [
+         *         "programme.completed",
+         *         "learner.enrolled"
+         *       ],
+         *       "state": "active",
+         *       "disabled_reason": null,
+         *       "disabled_at": null,
+         *       "consecutive_failures": 0,
+         *       "previous_secret_expires_at": null,
+         *       "created_at": "2026-11-28T09:14:02.317Z"
+         *     }
+         */
+        WebhookEndpoint: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uri */
+            url: string;
+            event_types: components["schemas"]["WebhookEventTypes"];
+            /**
+             * @description `disabled` : rien ne lui est envoyé ; ses livraisons attendent sa réactivation.
+             * @enum {string}
+             */
+            state: "active" | "disabled";
+            /**
+             * @description `failures` : désactivé après trop d'échecs de suite ; `operator` : par un opérateur.
+             * @enum {string|null}
+             */
+            disabled_reason: "failures" | "operator" | null;
+            /** Format: date-time */
+            disabled_at: string | null;
+            /** @description Les tentatives échouées depuis le dernier succès. */
+            consecutive_failures: number;
+            /**
+             * Format: date-time
+             * @description Après un changement de secret, la fin des signatures par l'ancien ; `null` s'il ne signe plus.
+             */
+            previous_secret_expires_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        WebhookEndpointPage: {
+            data: components["schemas"]["WebhookEndpoint"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        /**
+         * @example {
+         *       "url": "https://crm.formations-dupont.fr/webhooks/plateforme",
+         *       "event_types": [
+         *         "programme.completed",
+         *         "learner.enrolled"
+         *       ]
+         *     }
+         */
+        CreateWebhookEndpointRequest: {
+            url: components["schemas"]["WebhookUrl"];
+            /** @description Les types reçus ; tous par défaut. */
+            event_types?: components["schemas"]["WebhookEventTypes"];
+        };
+        /**
+         * @example {
+         *       "event_types": [
+         *         "programme.completed",
+         *         "learner.enrolled",
+         *         "learner.activated"
+         *       ]
+         *     }
+         */
+        UpdateWebhookEndpointRequest: {
+            url?: components["schemas"]["WebhookUrl"];
+            event_types?: components["schemas"]["WebhookEventTypes"];
+        };
+        /**
+         * @example {
+         *       "endpoint": {
+         *         "id": "2b7e4c1a-9f3d-4e8b-a6c2-5d1f0e9a8b7c",
+         *         "url": "https://crm.formations-dupont.fr/webhooks/plateforme",
+         *         "event_types": [
+         *           "programme.completed",
+         *           "learner.enrolled"
+         *         ],
+         *         "state": "active",
+         *         "disabled_reason": null,
+         *         "disabled_at": null,
+         *         "consecutive_failures": 0,
+         *         "previous_secret_expires_at": null,
+         *         "created_at": "2026-11-28T09:14:02.317Z"
+         *       },
+         *       "secret": "whsec_Vb3kQ9mT2xLp7rWc5nYh8dFs4gJa6eUz"
+         *     }
+         */
+        CreatedWebhookEndpoint: {
+            endpoint: components["schemas"]["WebhookEndpoint"];
+            /** @description Le secret de signature, à copier maintenant : il ne sera plus jamais affiché. */
+            secret: string;
+        };
+        EnabledWebhookEndpoint: {
+            endpoint: components["schemas"]["WebhookEndpoint"];
+            /** @description Les livraisons en attente qui repartent. */
+            resumed_deliveries: number;
+        };
+        RotatedWebhookSecret: {
+            endpoint: components["schemas"]["WebhookEndpoint"];
+            /** @description Le nouveau secret, à copier maintenant : il ne sera plus jamais affiché. */
+            secret: string;
+        };
+        /**
+         * @example {
+         *       "event_type": "programme.completed"
+         *     }
+         */
+        WebhookExampleRequest: {
+            event_type: components["schemas"]["WebhookEventType"];
+        };
+        /**
+         * @example {
+         *       "since": "2026-11-27T08:00:00Z"
+         *     }
+         */
+        RecoverWebhookDeliveriesRequest: {
+            /**
+             * Format: date-time
+             * @description Les livraisons abandonnées créées à cet instant ou après, jusqu'à 30 jours en arrière.
+             */
+            since: string;
+        };
+        RecoveredWebhookDeliveries: {
+            /** @description Les livraisons renvoyées. */
+            requeued: number;
+        };
+        /**
+         * @description `pending` : en attente d'envoi ; `delivered` : livrée (réponse 2xx) ; `dead` : abandonnée après la dernière tentative.
+         * @enum {string}
+         */
+        WebhookDeliveryStatus: "pending" | "delivered" | "dead";
+        WebhookAttempt: {
+            /** Format: date-time */
+            attempted_at: string;
+            duration_ms: number;
+            /** @description Le statut HTTP de la réponse ; `null` sans réponse (délai dépassé, connexion refusée). */
+            status_code: number | null;
+            succeeded: boolean;
+            /** @description Pourquoi la tentative a échoué, en français. */
+            error: string | null;
+            /** @description Le début du corps de la réponse. */
+            response_excerpt: string | null;
+        };
+        /**
+         * @example {
+         *       "id": "7d3f9a2c-1e4b-4c8d-b5a6-0f2e9d8c7b6a",
+         *       "endpoint_id": "2b7e4c1a-9f3d-4e8b-a6c2-5d1f0e9a8b7c",
+         *       "event_id": "b7c1e3a5-9d2f-4b6e-8a1c-3e5f7a9b1d2c",
+         *       "event_type": "programme.completed",
+         *       "status": "delivered",
+         *       "next_attempt_at": null,
+         *       "created_at": "2026-11-28T09:20:11.402Z",
+         *       "delivered_at": "2026-11-28T09:21:12.088Z",
+         *       "dead_at": null,
+         *       "replay_count": 0,
+         *       "attempt_total": 2,
+         *       "attempts": [
+         *         {
+         *           "attempted_at": "2026-11-28T09:20:11.530Z",
+         *           "duration_ms": 10004,
+         *           "status_code": null,
+         *           "succeeded": false,
+         *           "error": "Pas de réponse en 10 secondes.",
+         *           "response_excerpt": null
+         *         },
+         *         {
+         *           "attempted_at": "2026-11-28T09:21:11.950Z",
+         *           "duration_ms": 138,
+         *           "status_code": 200,
+         *           "succeeded": true,
+         *           "error": null,
+         *           "response_excerpt": "ok"
+         *         }
+         *       ]
+         *     }
+         */
+        WebhookDelivery: {
+            /**
+             * Format: uuid
+             * @description L'identifiant de la livraison, envoyé en `X-Service-Delivery`.
+             */
+            id: string;
+            /** Format: uuid */
+            endpoint_id: string;
+            /** Format: uuid */
+            event_id: string;
+            event_type: components["schemas"]["WebhookDeliveryEventType"];
+            status: components["schemas"]["WebhookDeliveryStatus"];
+            /**
+             * Format: date-time
+             * @description La prochaine tentative prévue ; `null` si aucune (livrée, abandonnée, ou point de réception désactivé).
+             */
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            delivered_at: string | null;
+            /** Format: date-time */
+            dead_at: string | null;
+            /** @description Les renvois demandés. */
+            replay_count: number;
+            /** @description Toutes les tentatives, renvois compris. */
+            attempt_total: number;
+            /** @description Les 20 dernières tentatives, de la plus ancienne à la plus récente. */
+            attempts: components["schemas"]["WebhookAttempt"][];
+        };
+        WebhookDeliveryPage: {
+            data: components["schemas"]["WebhookDelivery"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        /**
+         * @example {
+         *       "actor_email": "admin@formations-dupont.fr"
+         *     }
+         */
+        RevokePortalSessionsRequest: {
+            /**
+             * Format: email
+             * @description Seulement les sessions de cet administrateur ; toutes sans lui.
+             */
+            actor_email?: string;
+        };
+        RevokedPortalSessions: {
+            /** @description Les sessions fermées. */
+            revoked: number;
+        };
+        /** @description Les licences d'un type, comptées comme `GET /v1/summary` les compte. */
+        LicenceCounts: {
+            total: number;
+            /** @description Au statut `disponible`. */
+            available: number;
+            /** @description Attribuées, activées ou révoquées (une révocation ne libère pas la licence). */
+            used: number;
+        };
+        /**
+         * @example {
+         *       "organisation": {
+         *         "id": "3f0c2a4e-8b1d-4c5e-9a6f-0123456789ab",
+         *         "name": "Formations Dupont"
+         *       },
+         *       "learners": {
+         *         "total": 42,
+         *         "active": 37
+         *       },
+         *       "licences": {
+         *         "standard": {
+         *           "total": 40,
+         *           "available": 6,
+         *           "used": 34
+         *         },
+         *         "tutorat": {
+         *           "total": 10,
+         *           "available": 2,
+         *           "used": 8
+         *         }
+         *       },
+         *       "api_keys": {
+         *         "active": 2,
+         *         "expired": 0,
+         *         "revoked": 1
+         *       },
+         *       "webhook_endpoints": {
+         *         "active": 1,
+         *         "disabled": 0
+         *       },
+         *       "events_last_30_days": [
+         *         {
+         *           "event_type": "quiz.completed",
+         *           "count": 318
+         *         },
+         *         {
+         *           "event_type": "course.started",
+         *           "count": 54
+         *         }
+         *       ]
+         *     }
+         */
+        OrganisationOverview: {
+            organisation: {
+                /** Format: uuid */
+                id: string;
+                name: string;
+            };
+            learners: {
+                total: number;
+                active: number;
+            };
+            licences: {
+                standard: components["schemas"]["LicenceCounts"];
+                tutorat: components["schemas"]["LicenceCounts"];
+            };
+            api_keys: {
+                active: number;
+                expired: number;
+                revoked: number;
+            };
+            webhook_endpoints: {
+                active: number;
+                disabled: number;
+            };
+            /** @description Les événements des 30 derniers jours par type, les plus nombreux d'abord (sans les tests ni les exemples). */
+            events_last_30_days: {
+                event_type: components["schemas"]["WebhookEventType"];
+                count: number;
+            }[];
+        };
+        ApiUsage: {
+            /**
+             * Format: date
+             * @description Le premier jour (heure de Paris).
+             */
+            from: string;
+            /**
+             * Format: date
+             * @description Le dernier jour, aujourd'hui.
+             */
+            to: string;
+            /** @description Les clés utilisées pendant ces jours ou utilisables à leur début, les plus récentes d'abord. */
+            keys: components["schemas"]["KeyUsage"][];
+        };
+        KeyUsage: {
+            /** Format: uuid */
+            key_id: string;
+            label: string | null;
+            prefix: string;
+            state: components["schemas"]["ApiKeyState"];
+            /** @description Chaque jour de `from` à `to`, zéros compris. */
+            days: {
+                /** Format: date */
+                date: string;
+                accepted: number;
+                /** @description Refusées par la limite de débit (429). */
+                rate_limited: number;
+                /** @description Refusées parce que la clé était révoquée ou expirée (401). */
+                refused: number;
+            }[];
+        };
+        /**
+         * @example {
+         *       "id": "1842",
+         *       "occurred_at": "2026-11-28T09:13:02.114Z",
+         *       "actor": {
+         *         "kind": "session",
+         *         "email": "admin@formations-dupont.fr"
+         *       },
+         *       "action": "createApiKey",
+         *       "target": {
+         *         "kind": "api_key",
+         *         "id": "6f1c2b0e-4d7a-4c1e-9b3f-2a5d8e7c9b10"
+         *       },
+         *       "outcome": "succeeded",
+         *       "refusal_code": null,
+         *       "details": {
+         *         "label": "Export vers l'entrepôt de données",
+         *         "scopes": [
+         *           "read"
+         *         ],
+         *         "expires_on": "2027-06-30"
+         *       }
+         *     }
+         */
+        AuditEvent: {
+            id: string;
+            /** Format: date-time */
+            occurred_at: string;
+            actor: {
+                /**
+                 * @description `session` : la page ; `platform` : le serveur de la plateforme ; `operator` : un opérateur (commandes).
+                 * @enum {string}
+                 */
+                kind: "session" | "platform" | "operator";
+                /** @description L'administrateur à qui le lien a été donné (sessions seulement). */
+                email: string | null;
+            };
+            /** @description L'`operationId` de l'opération, ou `openPortalSession`. */
+            action: string;
+            target: {
+                /** @enum {string} */
+                kind: "api_key" | "webhook_endpoint" | "webhook_delivery" | "portal_link" | "portal_session";
+                /** Format: uuid */
+                id: string;
+            } | null;
+            /** @enum {string} */
+            outcome: "succeeded" | "refused";
+            /** @description Le code de l'erreur d'un changement refusé. */
+            refusal_code: string | null;
+            /** @description Ce qui a changé (nom, droits, adresse…), jamais une clé, un secret ou un jeton. */
+            details: Record<string, never>;
+        };
+        AuditEventPage: {
+            data: components["schemas"]["AuditEvent"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
     };
     responses: {
         /** @description Un paramètre ou le corps de la requête est invalide ; `param` le nomme. */
@@ -361,6 +1128,24 @@ export interface components {
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
+        /**
+         * @description L'état présent l'empêche : 20 points de réception déjà, livraison encore en attente, ou point
+         *     de réception désactivé.
+         */
+        Conflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "Cette livraison est déjà en attente d’envoi : elle partira à sa prochaine tentative.",
+                 *       "code": "delivery_pending"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ManagementError"];
+            };
+        };
         /** @description Trop de requêtes pour cet appelant. Réessayez après `Retry-After` secondes. */
         TooManyRequests: {
             headers: {
@@ -415,6 +1200,8 @@ export interface components {
         OrgId: string;
         /** @description Le nombre d'éléments de la page. */
         Limit: number;
+        /** @description L'identifiant du point de réception. */
+        EndpointId: string;
         /** @description Le `next_cursor` de la page précédente. */
         Cursor: string;
     };
@@ -444,6 +1231,29 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["PortalSession"];
                 };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    endPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Session fermée. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -581,6 +1391,518 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description Le nombre d'éléments de la page. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Le `next_cursor` de la page précédente. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Une page de points de réception. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description Le point de réception créé, avec son secret. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Supprimé. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description Le point de réception modifié. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    enableWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Le point de réception actif, et le nombre de livraisons reprises. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnabledWebhookEndpoint"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Le point de réception et son nouveau secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedWebhookSecret"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sendWebhookTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description La livraison, en attente d'envoi. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sendWebhookExample: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookExampleRequest"];
+            };
+        };
+        responses: {
+            /** @description La livraison, en attente d'envoi. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    recoverWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant du point de réception. */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecoverWebhookDeliveriesRequest"];
+            };
+        };
+        responses: {
+            /** @description Le nombre de livraisons renvoyées. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveredWebhookDeliveries"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Seulement les livraisons de ce point de réception. */
+                endpoint_id?: string;
+                /** @description Seulement les livraisons dans cet état. */
+                status?: components["schemas"]["WebhookDeliveryStatus"];
+                /** @description Seulement les livraisons de ce type d'événement. */
+                event_type?: components["schemas"]["WebhookDeliveryEventType"];
+                /** @description Seulement les livraisons créées à cet instant ou après. */
+                since?: string;
+                /** @description Seulement les livraisons créées avant cet instant. */
+                until?: string;
+                /** @description Le nombre d'éléments de la page. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Le `next_cursor` de la page précédente. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Une page de livraisons. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replayWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+                /** @description L'identifiant de la livraison (l'en-tête `X-Service-Delivery`). */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description La livraison, de nouveau en attente d'envoi. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokePortalSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RevokePortalSessionsRequest"];
+            };
+        };
+        responses: {
+            /** @description Le nombre de sessions fermées. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokedPortalSessions"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOrganisationOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description La vue d'ensemble. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganisationOverview"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getApiUsage: {
+        parameters: {
+            query?: {
+                /** @description Le nombre de jours, aujourd'hui compris. */
+                days?: number;
+            };
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description L'usage par clé et par jour. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiUsage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Seulement cette action (l'`operationId` de l'opération, ou `openPortalSession`). */
+                action?: string;
+                /** @description Seulement les changements faits (`succeeded`) ou refusés (`refused`). */
+                outcome?: "succeeded" | "refused";
+                /** @description Seulement à cet instant ou après. */
+                since?: string;
+                /** @description Seulement avant cet instant. */
+                until?: string;
+                /** @description Le nombre d'éléments de la page. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Le `next_cursor` de la page précédente. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description L'identifiant de l'organisation. Une session n'agit que sur la sienne. */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Une page du journal. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -161,3 +161,15 @@ export async function findPortalSession(db: DB, sessionId: string) {
     .where('s.id', '=', sessionId)
     .executeTakeFirst();
 }
+
+/** Ends the organisation's live sessions, or one administrator's: returns how many were live. */
+export async function revokePortalSessions(db: DB, orgId: string, actorEmail: string | null): Promise<number> {
+  const ended = await db
+    .updateTable('portal_sessions')
+    .set({ ended_at: sql<Date>`now()` as never, end_reason: 'revoked' })
+    .where('org_id', '=', orgId)
+    .where('ended_at', 'is', null)
+    .$if(actorEmail !== null, (query) => query.where('actor_email', '=', actorEmail!))
+    .executeTakeFirst();
+  return Number(ended.numUpdatedRows);
+}

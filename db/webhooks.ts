@@ -3,7 +3,6 @@ import PgBoss from 'pg-boss';
 import type { components, webhooks } from '../codegen/openapi';
 import { advisoryLocks, type DB, withAdvisoryLock } from './connection';
 import { parisRfc3339 } from './render';
-import type { DeliveryStatus } from './tables/webhooks';
 
 /*
  * Events and their webhook deliveries: all the SQL of the capability, in the order data flows.
@@ -17,8 +16,9 @@ import type { DeliveryStatus } from './tables/webhooks';
  *   4. ...and records the attempts: delivered; or failed, its retry queued as a job that starts
  *      after the schedule's delay, or dead after the last one; endpoints that keep failing are
  *      disabled.
- * Then the operators' side (scripts/commands/webhook.ts): endpoints, the test ping, replay, the log,
- * and the queue's state for the metrics.
+ * The endpoints, the deliveries sent to one endpoint (test, example), replays and the delivery log,
+ * as the management API and the operator's commands change and read them, are in
+ * db/webhook-endpoints.ts.
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -126,6 +126,33 @@ export async function recordEvents(trx: DB, events: readonly NewEvent[]): Promis
   );
   return rows.map(({ id, created_at, body }) => ({ id, created_at, body }));
 }
+/**
+ * Records an event meant for one endpoint only (the test ping, an example of a type) and queues
+ * its delivery there, whatever the endpoint subscribes to: no other endpoint receives it. It is a
+ * sample: the organisation's event counts leave it out.
+ */
+export async function recordEventForEndpoint<T extends EventType>(
+  trx: DB,
+  event: NewEvent<T>,
+  endpointId: string,
+): Promise<{ eventId: string; deliveryId: string }> {
+  const dataJson = JSON.stringify(event.data);
+  const { rows } = await sql<{ eventId: string; deliveryId: string; jobId: string }>`
+    with recorded as (
+      insert into events (org_id, type, data, sample) values (${event.orgId}, ${event.type}, ${dataJson}::jsonb, true)
+      returning id, created_at
+    )
+    insert into webhook_deliveries (event_id, endpoint_id, event_type, body, job_id)
+    select recorded.id, ${endpointId}, ${event.type},
+      ${eventBodySql({ id: sql.ref('recorded.id'), type: sql`${event.type}`, createdAt: sql.ref('recorded.created_at'), dataJson: sql`${dataJson}` })},
+      gen_random_uuid()
+    from recorded
+    returning event_id as "eventId", id as "deliveryId", job_id as "jobId"`.execute(trx);
+  const recorded = rows[0]!;
+  await queueAttempts(trx, [{ deliveryId: recorded.deliveryId, jobId: recorded.jobId }]);
+  return { eventId: recorded.eventId, deliveryId: recorded.deliveryId };
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. Queue the attempts' jobs
 
@@ -148,7 +175,7 @@ export interface AttemptJob {
 }
 
 /** A job to queue: the delivery, the id it names its job by, and when the attempt starts (at once without). */
-interface QueuedAttempt {
+export interface QueuedAttempt {
   deliveryId: string;
   jobId: string;
   startAfter?: Date;
@@ -230,7 +257,7 @@ let jobWriter: PgBoss | null = null;
  * transaction commits), each under the id its delivery names. Those due now wake a worker up at
  * commit, unless the caller has already asked for that (`wake: false`).
  */
-async function queueAttempts(trx: DB, attempts: readonly QueuedAttempt[], options: { wake?: boolean } = {}): Promise<void> {
+export async function queueAttempts(trx: DB, attempts: readonly QueuedAttempt[], options: { wake?: boolean } = {}): Promise<void> {
   if (attempts.length === 0) return;
   jobWriter ??= new PgBoss({ db: { executeSql: () => Promise.reject(new Error('unused')) }, supervise: false, schedule: false });
   await jobWriter.insert(
@@ -377,9 +404,13 @@ async function logAttemptsAndSuccesses(
       where id = any(${[...new Set(succeeded.map((d) => d.endpoint_id))]}::uuid[]) and consecutive_failures <> 0
     )
     insert into webhook_attempts (delivery_id, attempted_at, duration_ms, status_code, succeeded, error, response_excerpt)
-    select * from unnest(${attempts.map((a) => a.delivery.id)}::uuid[], ${outcomes.map((o) => o.attemptedAt)}::timestamptz[],
+    select a.* from unnest(${attempts.map((a) => a.delivery.id)}::uuid[], ${outcomes.map((o) => o.attemptedAt)}::timestamptz[],
       ${outcomes.map((o) => o.durationMs)}::int[], ${outcomes.map((o) => o.statusCode)}::int[], ${outcomes.map((o) => o.succeeded)}::boolean[],
-      ${outcomes.map((o) => o.error)}::text[], ${outcomes.map((o) => o.responseExcerpt)}::text[])`.execute(db);
+      ${outcomes.map((o) => o.error)}::text[], ${outcomes.map((o) => o.responseExcerpt)}::text[])
+      as a(delivery_id, attempted_at, duration_ms, status_code, succeeded, error, response_excerpt)
+    -- A delivery deleted with its endpoint while its attempt was in flight logs nothing.
+    join webhook_deliveries d on d.id = a.delivery_id
+    for key share of d`.execute(db);
 }
 
 /**
@@ -421,160 +452,7 @@ async function queueRetries(
 }
 
 // ---------------------------------------------------------------------------------------------
-// The operators' side: endpoints, the test ping, replay, the delivery log
-
-/** How long the previous secret keeps signing after a rotation. */
-export const previousSecretValiditySeconds = 24 * 60 * 60;
-
-const endpointListing = [
-  'id',
-  'org_id',
-  'url',
-  'event_types',
-  'enabled',
-  'consecutive_failures',
-  'disabled_at',
-  'disabled_reason',
-  'previous_secret_expires_at',
-  'created_at',
-] as const;
-
-export async function createEndpoint(db: DB, endpoint: { orgId: string; url: string; secret: string; eventTypes: readonly string[] }) {
-  return db
-    .insertInto('webhook_endpoints')
-    .values({ org_id: endpoint.orgId, url: endpoint.url, secret: endpoint.secret, event_types: [...endpoint.eventTypes] })
-    .returning(endpointListing)
-    .executeTakeFirstOrThrow();
-}
-
-/** Endpoints of an organisation, without their secrets. */
-export async function listEndpoints(db: DB, orgId: string) {
-  return db
-    .selectFrom('webhook_endpoints')
-    .select(endpointListing)
-    .where('org_id', '=', orgId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-}
-
-export async function findEndpoint(db: DB, id: string) {
-  return (await db.selectFrom('webhook_endpoints').select(endpointListing).where('id', '=', id).executeTakeFirst()) ?? null;
-}
-
-/** The operator disables an endpoint: nothing is attempted, pending deliveries are kept. */
-export async function disableEndpoint(db: DB, id: string) {
-  return (
-    (await db
-      .updateTable('webhook_endpoints')
-      .set({ enabled: false, disabled_at: sql`coalesce(disabled_at, now())`, disabled_reason: sql`coalesce(disabled_reason, 'operator')` })
-      .where('id', '=', id)
-      .returning(endpointListing)
-      .executeTakeFirst()) ?? null
-  );
-}
-
-/**
- * (Re-)enables an endpoint with a fresh failure count, and resumes its pending deliveries, each at
- * its own time: those whose job came while it was disabled (they name none) get a job that starts
- * at once; the others keep theirs (a retry planned in 6 h stays in 6 h). `resumed_deliveries`
- * counts them all.
- */
-export async function enableEndpoint(db: DB, id: string) {
-  return db.transaction().execute(async (trx) => {
-    const endpoint = await trx
-      .updateTable('webhook_endpoints')
-      .set({ enabled: true, consecutive_failures: 0, disabled_at: null, disabled_reason: null })
-      .where('id', '=', id)
-      .returning(endpointListing)
-      .executeTakeFirst();
-    if (!endpoint) return null;
-    const { rows } = await sql<{ deliveryId: string; jobId: string | null; requeued: boolean }>`
-      with requeued as (
-        update webhook_deliveries set job_id = gen_random_uuid(), next_attempt_at = now()
-        where endpoint_id = ${id} and status = 'pending' and job_id is null
-        returning id, job_id
-      )
-      select d.id as "deliveryId", requeued.job_id as "jobId", requeued.id is not null as requeued
-      from webhook_deliveries d left join requeued on requeued.id = d.id
-      where d.endpoint_id = ${id} and d.status = 'pending'`.execute(trx);
-    await queueAttempts(
-      trx,
-      rows.flatMap((row) => (row.jobId ? [{ deliveryId: row.deliveryId, jobId: row.jobId }] : [])),
-    );
-    return { ...endpoint, resumed_deliveries: rows.length };
-  });
-}
-
-/** A new current secret; the old one keeps signing for 24 hours. */
-export async function rotateEndpointSecret(db: DB, id: string, newSecret: string) {
-  return (
-    (await db
-      .updateTable('webhook_endpoints')
-      .set({
-        previous_secret: sql`secret`,
-        previous_secret_expires_at: sql`now() + make_interval(secs => ${previousSecretValiditySeconds})`,
-        secret: newSecret,
-      })
-      .where('id', '=', id)
-      .returning(endpointListing)
-      .executeTakeFirst()) ?? null
-  );
-}
-
-/** The test button: a signed `ping` event for this endpoint only, queued like any delivery. */
-export async function queuePing(db: DB, endpointId: string) {
-  return db.transaction().execute(async (trx) => {
-    const endpoint = await trx
-      .selectFrom('webhook_endpoints')
-      .select(['id', 'org_id', 'enabled'])
-      .where('id', '=', endpointId)
-      .executeTakeFirst();
-    if (!endpoint) return null;
-    const event = await recordEvent(trx, {
-      orgId: endpoint.org_id,
-      type: 'ping',
-      data: { learner: null, endpoint_id: endpoint.id, message: 'Ceci est un événement de test.' },
-    });
-    const delivery = await trx
-      .insertInto('webhook_deliveries')
-      .values({ event_id: event.id, endpoint_id: endpoint.id, event_type: 'ping', body: event.body, job_id: sql`gen_random_uuid()` })
-      .returning(['id', 'job_id'])
-      .executeTakeFirstOrThrow();
-    await queueAttempts(trx, [{ deliveryId: delivery.id, jobId: delivery.job_id! }]);
-    return { eventId: event.id, deliveryId: delivery.id, endpointEnabled: endpoint.enabled };
-  });
-}
-
-/** A dead or delivered delivery sent again: same id, same body, a new cycle of attempts. */
-export async function replayDelivery(db: DB, deliveryId: string) {
-  return db.transaction().execute(async (trx) => {
-    const current = await trx
-      .selectFrom('webhook_deliveries')
-      .select(['id', 'status'])
-      .where('id', '=', deliveryId)
-      .forUpdate()
-      .executeTakeFirst();
-    if (!current) return null;
-    if (current.status === 'pending') return { id: current.id, replayed: false as const, status: current.status };
-    const replayed = await trx
-      .updateTable('webhook_deliveries')
-      .set({
-        status: 'pending',
-        attempt_count: 0,
-        next_attempt_at: sql`now()`,
-        job_id: sql`gen_random_uuid()`,
-        delivered_at: null,
-        dead_at: null,
-        replay_count: sql`replay_count + 1`,
-      })
-      .where('id', '=', deliveryId)
-      .returning('job_id')
-      .executeTakeFirstOrThrow();
-    await queueAttempts(trx, [{ deliveryId, jobId: replayed.job_id! }]);
-    return { id: current.id, replayed: true as const, status: 'pending' as DeliveryStatus };
-  });
-}
+// The queue's state, for the metrics
 
 /** The delivery queue as the metrics show it, across every server process. */
 export interface DeliveryQueueState {
@@ -601,54 +479,4 @@ export async function readDeliveryQueue(db: DB): Promise<DeliveryQueueState> {
       (select count(*)::int from webhook_endpoints where not enabled) as disabled
     from webhook_deliveries where status = 'pending'`.execute(db);
   return rows[0]!;
-}
-
-export async function findDelivery(db: DB, deliveryId: string) {
-  return (
-    (await db.selectFrom('webhook_deliveries').select(['id', 'endpoint_id', 'status']).where('id', '=', deliveryId).executeTakeFirst()) ??
-    null
-  );
-}
-
-/**
- * The delivery log of an endpoint, newest first, each delivery with its attempts in order. A
- * pending delivery without a job (`job_id` null) is set aside until its endpoint is enabled again.
- */
-export async function listDeliveries(db: DB, endpointId: string, options: { status?: DeliveryStatus; limit: number }) {
-  let query = db
-    .selectFrom('webhook_deliveries as d')
-    .select([
-      'd.id',
-      'd.event_id',
-      'd.event_type',
-      'd.status',
-      'd.attempt_count',
-      'd.next_attempt_at',
-      'd.created_at',
-      'd.delivered_at',
-      'd.dead_at',
-      'd.replay_count',
-      'd.job_id',
-    ])
-    .where('d.endpoint_id', '=', endpointId);
-  if (options.status) query = query.where('d.status', '=', options.status);
-  const deliveries = await query.orderBy('d.created_at', 'desc').orderBy('d.id').limit(options.limit).execute();
-  const attempts =
-    deliveries.length === 0
-      ? []
-      : await db
-          .selectFrom('webhook_attempts')
-          .select(['delivery_id', 'attempted_at', 'status_code', 'duration_ms', 'succeeded', 'error', 'response_excerpt'])
-          .where(
-            'delivery_id',
-            'in',
-            deliveries.map((d) => d.id),
-          )
-          .orderBy('attempted_at')
-          .orderBy('id')
-          .execute();
-  return deliveries.map((delivery) => ({
-    ...delivery,
-    attempts: attempts.filter((a) => a.delivery_id === delivery.id).map(({ delivery_id: _unused, ...attempt }) => attempt),
-  }));
 }

@@ -1,13 +1,19 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { components, operations } from '../codegen/management';
+import type { FastifyReply } from 'fastify';
+import type { components } from '../codegen/management';
+import { keyUsageByDay } from '../db/api-key-usage';
 import { type ApiKeyRecord, listApiKeysPage } from '../db/api-keys';
+import { listAuditEvents } from '../db/audit';
 import type { DB } from '../db/connection';
+import { organisationOverview } from '../db/overview';
+import { formatParisDate } from '../db/paris-time';
 import { findPortalSession } from '../db/portal';
 import { ExpiryInThePast, issueApiKey, keyState, lastValidDay, revokeOrganisationKey } from '../src/api-keys';
 import type { Config } from '../src/config';
 import { ApiError } from '../src/http/errors';
-import { csrfTokenOf } from '../src/http/management';
-import { issuePortalLink } from '../src/portal';
+import { csrfTokenOf, sessionCookieName } from '../src/http/management';
+import { issuePortalLink, logOutPortalSession, revokeOrganisationSessions } from '../src/portal';
+import { cursorPage, decodeCursor, defaultLimit, type RequestOf } from './management-common';
+import { createWebhookHandlers } from './management-webhooks';
 
 /*
  * The operations of management.yaml. The caller is known and counted before any of them runs
@@ -15,15 +21,7 @@ import { issuePortalLink } from '../src/portal';
  * one action that the operator's commands call too, which writes the audit log.
  */
 
-type Operation<Id extends keyof operations> = operations[Id];
-type QueryOf<Id extends keyof operations> = NonNullable<Operation<Id>['parameters']['query']>;
-type ParamsOf<Id extends keyof operations> = NonNullable<Operation<Id>['parameters']['path']>;
-type BodyOf<Id extends keyof operations> =
-  Operation<Id> extends { requestBody: { content: { 'application/json': infer Body } } } ? Body : unknown;
-type RequestOf<Id extends keyof operations> = FastifyRequest<{ Querystring: QueryOf<Id>; Params: ParamsOf<Id>; Body: BodyOf<Id> }>;
-
 type ApiKey = components['schemas']['ApiKey'];
-const defaultLimit = 50;
 const defaultSessionLifetimeSeconds = 86_400;
 
 /** A key as the management API shows it: never the key itself. */
@@ -41,30 +39,11 @@ export function apiKeyView(key: ApiKeyRecord, now = new Date()): ApiKey {
   };
 }
 
-/** A list's position, opaque to callers: the last row's creation instant (to the microsecond) and id. */
-function encodeCursor(position: { at: string; id: string }): string {
-  return Buffer.from(JSON.stringify([position.at, position.id])).toString('base64url');
-}
-
-const instant = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-function decodeCursor(cursor: string | undefined): { at: string; id: string } | null {
-  if (cursor === undefined) return null;
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof at === 'string' && instant.test(at) && typeof id === 'string' && uuid.test(id)) return { at, id };
-  } catch {
-    // Not JSON: the same refusal as a JSON of another shape.
-  }
-  throw new ApiError('invalid_parameter', 'Le paramètre « cursor » n’est pas un curseur valide : reprenez celui de next_cursor.', {
-    param: 'cursor',
-  });
-}
-
 export function createManagementHandlers(context: { db: DB; config: Config }) {
   const { db, config } = context;
   return {
+    ...createWebhookHandlers(context),
+
     async getPortalSession(request: RequestOf<'getPortalSession'>) {
       const session = request.portalSession!;
       const found = await findPortalSession(db, session.id);
@@ -94,6 +73,89 @@ export function createManagementHandlers(context: { db: DB; config: Config }) {
         .send({ url: link.url, expires_at: link.expiresAt.toISOString(), session_lifetime_seconds: sessionLifetimeSeconds });
     },
 
+    async endPortalSession(request: RequestOf<'endPortalSession'>, reply: FastifyReply) {
+      const session = request.portalSession!;
+      await logOutPortalSession(db, session, request.actor);
+      return reply.clearCookie(sessionCookieName(request), { path: '/' }).code(204).send();
+    },
+
+    async revokePortalSessions(request: RequestOf<'revokePortalSessions'>) {
+      const revoked = await revokeOrganisationSessions(db, request.params.org_id, request.body.actor_email ?? null, request.actor);
+      return { revoked };
+    },
+
+    async getOrganisationOverview(request: RequestOf<'getOrganisationOverview'>) {
+      const orgId = request.params.org_id;
+      const [overview, organisation] = await Promise.all([
+        organisationOverview(db, orgId),
+        db.selectFrom('organisations').select(['id', 'name']).where('id', '=', orgId).executeTakeFirstOrThrow(),
+      ]);
+      const licences = (counts: { total: number; disponibles: number; utilisees: number }) => ({
+        total: counts.total,
+        available: counts.disponibles,
+        used: counts.utilisees,
+      });
+      return {
+        organisation,
+        learners: { total: overview.summary.utilisateurs.total, active: overview.summary.utilisateurs.actifs },
+        licences: { standard: licences(overview.summary.licences.standard), tutorat: licences(overview.summary.licences.tutorat) },
+        api_keys: overview.keys,
+        webhook_endpoints: overview.endpoints,
+        events_last_30_days: overview.events.map((row) => ({ event_type: row.type, count: row.count })),
+      };
+    },
+
+    async getApiUsage(request: RequestOf<'getApiUsage'>) {
+      const days = request.query.days ?? 30;
+      const to = formatParisDate(new Date());
+      const from = formatParisDate(new Date(Date.parse(`${to}T12:00:00Z`) - (days - 1) * 86_400_000));
+      const keys = await keyUsageByDay(db, request.params.org_id, from, to);
+      const now = new Date();
+      return {
+        from,
+        to,
+        keys: keys.map((key) => ({
+          key_id: key.key_id,
+          label: key.label,
+          prefix: key.key_prefix,
+          state: keyState(key, now),
+          days: key.days,
+        })),
+      };
+    },
+
+    async listAuditEvents(request: RequestOf<'listAuditEvents'>) {
+      const { action, outcome, since, until, cursor } = request.query;
+      const limit = request.query.limit ?? defaultLimit;
+      const after = decodeCursor(cursor, 'identity');
+      const rows = await listAuditEvents(
+        db,
+        request.params.org_id,
+        {
+          action,
+          outcome,
+          since: since === undefined ? undefined : new Date(since),
+          until: until === undefined ? undefined : new Date(until),
+        },
+        after?.id ?? null,
+        limit,
+      );
+      return cursorPage(
+        rows.map((row) => ({ ...row, id: String(row.id), position: row.occurred_at.toISOString() })),
+        limit,
+        (row) => ({
+          id: row.id,
+          occurred_at: row.occurred_at.toISOString(),
+          actor: { kind: row.actor_kind, email: row.actor_email },
+          action: row.action,
+          target: row.target_kind === null || row.target_id === null ? null : { kind: row.target_kind, id: row.target_id },
+          outcome: row.outcome,
+          refusal_code: row.refusal_code,
+          details: row.details as Record<string, unknown>,
+        }),
+      );
+    },
+
     async listApiKeys(request: RequestOf<'listApiKeys'>) {
       const limit = request.query.limit ?? defaultLimit;
       const rows = await listApiKeysPage(db, request.params.org_id, {
@@ -101,14 +163,7 @@ export function createManagementHandlers(context: { db: DB; config: Config }) {
         after: decodeCursor(request.query.cursor),
         limit,
       });
-      const page = rows.slice(0, limit);
-      const last = page.at(-1);
-      const hasMore = rows.length > limit;
-      return {
-        data: page.map((row) => apiKeyView(row)),
-        has_more: hasMore,
-        next_cursor: hasMore && last ? encodeCursor({ at: last.position, id: last.id }) : null,
-      };
+      return cursorPage(rows, limit, (row) => apiKeyView(row));
     },
 
     async createApiKey(request: RequestOf<'createApiKey'>, reply: FastifyReply) {

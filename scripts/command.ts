@@ -1,7 +1,11 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { DB } from '../db/connection';
 import { findOrganisation } from '../db/organisations';
+import type { Actor } from '../src/api-keys';
 import type { Config } from '../src/config';
+
+/** The operator, as the audit log records changes made from the shell. */
+export const operatorActor: Actor = { kind: 'operator', email: null, sessionId: null };
 
 /** A mistake in the command line or a refusal of the operator's request: printed as is, exit code 2. */
 export class UsageError extends Error {}

@@ -111,3 +111,15 @@ export function requiredScopesByRoute(document: Record<string, any>, prefix: str
   }
   return byRoute;
 }
+
+/**
+ * The `data` of the first example openapi.yaml gives a webhook event type (its body's schema's
+ * `examples`): what `sendWebhookExample` sends. Undefined for a type without one.
+ */
+export function webhookExampleData(document: Record<string, any>, eventType: string): unknown {
+  const ref: string | undefined = document.webhooks?.[eventType]?.post?.requestBody?.content?.['application/json']?.schema?.$ref;
+  const schema = ref?.startsWith('#/components/schemas/')
+    ? document.components.schemas[ref.slice('#/components/schemas/'.length)]
+    : undefined;
+  return schema?.examples?.[0]?.data;
+}

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { recordAuditEvent } from '../db/audit';
 import type { DB } from '../db/connection';
-import { createPortalLink } from '../db/portal';
+import { createPortalLink, endPortalSession, revokePortalSessions } from '../db/portal';
 import type { Actor } from './api-keys';
 
 /*
@@ -64,4 +64,44 @@ export async function issuePortalLink(
   const url = new URL(redemptionPath, baseUrl);
   url.searchParams.set('jeton', token);
   return { url: url.toString(), expiresAt: link.expiresAt };
+}
+
+/** The administrator logs out: the session ends, recorded in the audit log. False when it had already ended. */
+export async function logOutPortalSession(db: DB, session: { id: string; orgId: string }, actor: Actor): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const ended = await endPortalSession(trx, session.id, 'logout');
+    if (ended)
+      await recordAuditEvent(trx, {
+        orgId: session.orgId,
+        actor,
+        action: 'endPortalSession',
+        target: { kind: 'portal_session', id: session.id },
+        outcome: 'succeeded',
+        requestId: actor.requestId ?? null,
+        clientAddress: actor.clientAddress ?? null,
+      });
+    return ended;
+  });
+}
+
+/**
+ * Ends the organisation's live sessions, or one administrator's (the platform takes an access
+ * back), recorded in the audit log. Returns how many were live.
+ */
+export async function revokeOrganisationSessions(db: DB, orgId: string, actorEmail: string | null, actor: Actor): Promise<number> {
+  const email = actorEmail === null ? null : actorEmail.trim().toLowerCase();
+  return db.transaction().execute(async (trx) => {
+    const revoked = await revokePortalSessions(trx, orgId, email);
+    await recordAuditEvent(trx, {
+      orgId,
+      actor,
+      action: 'revokePortalSessions',
+      target: null,
+      outcome: 'succeeded',
+      details: { actor_email: email, revoked },
+      requestId: actor.requestId ?? null,
+      clientAddress: actor.clientAddress ?? null,
+    });
+    return revoked;
+  });
 }

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completeQuiz, issueCertificate, openLesson, recordLogin, submitSatisfaction } from '../db/activity';
 import { formatParisRfc3339 } from '../db/paris-time';
 import { parisRfc3339 } from '../db/render';
-import { createEndpoint, listDeliveries, recordEvent } from '../db/webhooks';
+import { createEndpoint, listDeliveriesPage } from '../db/webhook-endpoints';
+import { recordEvent } from '../db/webhooks';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
@@ -255,7 +256,7 @@ describe('events from the data changes that cause them', () => {
     const programme = await createProgramme(database.db, org.orgId, 'word-avance', 'Word avancé');
     const learner = await enrolLearner(database.db, org.orgId, 'hugo.bernard@exemple.fr', [programme.programmeId]);
     const eventsBefore = await eventCount();
-    const deliveriesBefore = (await listDeliveries(database.db, endpointId, { limit: 1000 })).length;
+    const deliveriesBefore = (await listDeliveriesPage(database.db, org.orgId, { endpointId }, null, 1000)).length;
     const receivedBefore = receiver.received.length;
     await expect(
       database.db.transaction().execute(async (trx) => {
@@ -271,7 +272,7 @@ describe('events from the data changes that cause them', () => {
       }),
     ).rejects.toThrow('annulé');
     expect(await eventCount()).toBe(eventsBefore);
-    expect(await listDeliveries(database.db, endpointId, { limit: 1000 })).toHaveLength(deliveriesBefore);
+    expect(await listDeliveriesPage(database.db, org.orgId, { endpointId }, null, 1000)).toHaveLength(deliveriesBefore);
     expect(
       await database.db.selectFrom('lesson_progress').select('id').where('membership_id', '=', learner.membershipId).execute(),
     ).toEqual([]);

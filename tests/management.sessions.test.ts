@@ -203,3 +203,124 @@ describe('secrets in the log', () => {
     }
   });
 });
+
+describe('a session’s end', () => {
+  it('logs out: the cookie is cleared, the session answers 401 from then on, and the logout is audited', async () => {
+    const { orgId } = await createOrgWithKeys(fixture.db, { name: 'Formations Déconnexion' });
+    const { headers, session } = await sessionOf(orgId, true);
+    const changeHeaders = { ...headers, origin: publicBaseUrl, 'x-csrf-token': session.csrf_token };
+    // Without the anti-CSRF token a logout is refused too: a forged page cannot end a session.
+    const forged = await fixture.app.inject({
+      method: 'DELETE',
+      url: '/manage/v1/session',
+      headers: { ...headers, origin: publicBaseUrl },
+    });
+    expect(forged.statusCode).toBe(403);
+    // A read-only session may log out.
+    const out = await fixture.app.inject({ method: 'DELETE', url: '/manage/v1/session', headers: changeHeaders });
+    expect(out.statusCode).toBe(204);
+    const cleared = out.cookies.find((cookie) => cookie.name === 'portail_session');
+    expect(cleared?.value).toBe('');
+    const after = await fixture.app.inject({ method: 'GET', url: '/manage/v1/session', headers });
+    expect(after.statusCode).toBe(401);
+    expect(after.json()).toMatchObject({ code: 'session_expired' });
+    const audit = await fixture.db
+      .selectFrom('audit_events')
+      .select(['action', 'outcome'])
+      .where('org_id', '=', orgId)
+      .orderBy('id')
+      .execute();
+    expect(audit.map((row) => `${row.action} ${row.outcome}`)).toEqual([
+      'createPortalLink succeeded',
+      'openPortalSession succeeded',
+      'endPortalSession refused',
+      'endPortalSession succeeded',
+    ]);
+  });
+
+  it('is revoked by the platform, for one administrator or all: those sessions answer 401, the others go on', async () => {
+    const { orgId } = await createOrgWithKeys(fixture.db, { name: 'Formations Révocation' });
+    const first = await sessionOf(orgId);
+    const second = await sessionOf(orgId);
+    const revoke = (body: object) =>
+      fixture.app.inject({
+        method: 'POST',
+        url: `/manage/v1/organisations/${orgId}/portal-sessions/revoke`,
+        headers: bearer(managementToken),
+        payload: body,
+      });
+    expect((await revoke({ actor_email: 'personne@formations.fr' })).json()).toEqual({ revoked: 0 });
+    expect((await revoke({ actor_email: 'Admin@Formations.fr' })).json()).toEqual({ revoked: 2 });
+    for (const { headers } of [first, second]) {
+      const answer = await fixture.app.inject({ method: 'GET', url: '/manage/v1/session', headers });
+      expect(answer.statusCode).toBe(401);
+    }
+    // A session may not revoke sessions: it is the platform's.
+    const third = await sessionOf(orgId);
+    const bySession = await fixture.app.inject({
+      method: 'POST',
+      url: `/manage/v1/organisations/${orgId}/portal-sessions/revoke`,
+      headers: { ...third.headers, origin: publicBaseUrl, 'x-csrf-token': third.session.csrf_token },
+      payload: {},
+    });
+    expect(bySession.json()).toMatchObject({ code: 'platform_only' });
+    expect((await fixture.app.inject({ method: 'GET', url: '/manage/v1/session', headers: third.headers })).statusCode).toBe(200);
+  });
+});
+
+describe('a read-only session', () => {
+  it('reads the webhooks, the log, the overview, the usage and the audit, and every webhook change is refused and audited', async () => {
+    const { orgId } = await createOrgWithKeys(fixture.db, { name: 'Formations Lecture' });
+    const created = await fixture.app.inject({
+      method: 'POST',
+      url: `/manage/v1/organisations/${orgId}/webhook-endpoints`,
+      headers: bearer(managementToken),
+      payload: { url: 'https://93.184.216.34/webhooks' },
+    });
+    const endpointId = created.json<{ endpoint: { id: string } }>().endpoint.id;
+    const { headers, session } = await sessionOf(orgId, true);
+    for (const path of ['webhook-endpoints', 'webhook-deliveries', 'overview', 'api-usage', 'audit-events']) {
+      const read = await fixture.app.inject({ method: 'GET', url: `/manage/v1/organisations/${orgId}/${path}`, headers });
+      expect(read.statusCode, path).toBe(200);
+    }
+    const changeHeaders = { ...headers, origin: publicBaseUrl, 'x-csrf-token': session.csrf_token };
+    const base = `/manage/v1/organisations/${orgId}/webhook-endpoints`;
+    const changes: ['POST' | 'PATCH' | 'DELETE', string, object?][] = [
+      ['POST', base, { url: 'https://93.184.216.35/autre' }],
+      ['PATCH', `${base}/${endpointId}`, { event_types: ['quiz.completed'] }],
+      ['DELETE', `${base}/${endpointId}`],
+      ['POST', `${base}/${endpointId}/enable`],
+      ['POST', `${base}/${endpointId}/rotate-secret`],
+      ['POST', `${base}/${endpointId}/test`],
+      ['POST', `${base}/${endpointId}/example`, { event_type: 'quiz.completed' }],
+      ['POST', `${base}/${endpointId}/recover`, { since: '2026-01-01T00:00:00Z' }],
+      ['POST', `/manage/v1/organisations/${orgId}/webhook-deliveries/${endpointId}/replay`],
+    ];
+    for (const [method, url, payload] of changes) {
+      const answer = await fixture.app.inject({ method, url, headers: changeHeaders, ...(payload ? { payload } : {}) });
+      expect(answer.json(), `${method} ${url}`).toMatchObject({ code: 'session_read_only' });
+      expect(answer.statusCode).toBe(403);
+    }
+    const refused = await fixture.db
+      .selectFrom('audit_events')
+      .select('action')
+      .where('org_id', '=', orgId)
+      .where('outcome', '=', 'refused')
+      .orderBy('id')
+      .execute();
+    expect(refused.map((row) => row.action)).toEqual([
+      'createWebhookEndpoint',
+      'updateWebhookEndpoint',
+      'deleteWebhookEndpoint',
+      'enableWebhookEndpoint',
+      'rotateWebhookSecret',
+      'sendWebhookTest',
+      'sendWebhookExample',
+      'recoverWebhookDeliveries',
+      'replayWebhookDelivery',
+    ]);
+    const [endpoint] = await fixture.db.selectFrom('webhook_endpoints').select(['event_types']).where('org_id', '=', orgId).execute();
+    expect(endpoint!.event_types).toHaveLength(6);
+    expect(await fixture.db.selectFrom('webhook_deliveries').select('id').execute()).toEqual([]);
+  });
+});

@@ -3,9 +3,12 @@ import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { takeAtomicPickingTurn } from '../db/enrolment';
-import { createEndpoint, disableEndpoint, enableEndpoint, recordAttempts, recordEvent, takeDueDeliveries } from '../db/webhooks';
+import { createEndpoint } from '../db/webhook-endpoints';
+import { recordAttempts, recordEvent, takeDueDeliveries } from '../db/webhooks';
+import { operatorActor } from '../scripts/command';
 import { buildApp } from '../src/http/app';
 import { countWebhookAttempts } from '../src/http/metrics';
+import { resumeWebhookEndpoint, suspendWebhookEndpoint } from '../src/webhook-endpoints';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { startWebhookDelivery } from '../src/webhooks/worker';
 import { bearer, buildTestApp, testConfig, testContext } from './support/app';
@@ -476,7 +479,7 @@ describe('the operators’ routes', () => {
       { retryDelaysSeconds: [3600], disableAfter: 50 },
     );
     // Its endpoint disabled, a delivery is set aside when its job comes; this one has waited an hour.
-    await disableEndpoint(fixture.db, setAside.id);
+    await suspendWebhookEndpoint(fixture.db, setAside.org_id, setAside.id, operatorActor);
     expect(await takeDueDeliveries(fixture.db, [jobOf(setAside.id)])).toEqual([]);
     await sql`update webhook_deliveries set next_attempt_at = now() - interval '1 hour' where id = ${jobOf(setAside.id).data.deliveryId}`.execute(
       fixture.db,
@@ -488,7 +491,7 @@ describe('the operators’ routes', () => {
     expect(after.oldestDue).toBeLessThan(600);
     expect(after.disabled - before.disabled).toBe(1);
     // Enabled again, its endpoint's delivery gets a job due now.
-    await enableEndpoint(fixture.db, setAside.id);
+    await resumeWebhookEndpoint(fixture.db, setAside.org_id, setAside.id, operatorActor);
     const enabled = await eventually(gauges, (state) => state.due !== after.due, 2000);
     expect(enabled.due - before.due).toBe(2);
   });

@@ -1,18 +1,17 @@
 import { sql } from 'kysely';
 import Stripe from 'stripe';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createEndpoint,
-  disableEndpoint,
-  enableEndpoint,
-  findEndpoint,
-  listDeliveries,
-  queuePing,
-  recordEvent,
-  replayDelivery,
-  rotateEndpointSecret,
-} from '../db/webhooks';
+import { createEndpoint, findEndpoint, listDeliveriesPage } from '../db/webhook-endpoints';
+import { recordEvent } from '../db/webhooks';
+import { operatorActor } from '../scripts/command';
 import type { Config } from '../src/config';
+import {
+  replayWebhookDelivery,
+  resumeWebhookEndpoint,
+  rotateWebhookEndpointSecret,
+  sendWebhookPing,
+  suspendWebhookEndpoint,
+} from '../src/webhook-endpoints';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { verifyWebhook } from '../src/webhooks/verify';
 import { startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
@@ -68,7 +67,7 @@ const enrolled = (email = learner.email) => ({
 });
 
 async function deliveriesOf(endpointId: string) {
-  return listDeliveries(database.db, endpointId, { limit: 1000 });
+  return listDeliveriesPage(database.db, orgId, { endpointId }, null, 1000);
 }
 
 describe('a delivery', () => {
@@ -114,7 +113,7 @@ describe('a delivery', () => {
     const subscribed = await newEndpoint(`${receiver.url}?a`, ['learner.enrolled']);
     const other = await newEndpoint(`${receiver.url}?b`, ['quiz.completed']);
     const disabled = await newEndpoint(`${receiver.url}?c`, ['learner.enrolled']);
-    await disableEndpoint(database.db, disabled.id);
+    await suspendWebhookEndpoint(database.db, disabled.org_id, disabled.id, operatorActor);
     const otherOrg = await createOrgWithKeys(database.db, { name: 'Autre' });
     const foreign = await createEndpoint(database.db, {
       orgId: otherOrg.orgId,
@@ -220,7 +219,7 @@ describe('an endpoint', () => {
     expect(await deliveriesOf(endpoint.id)).toHaveLength(2);
 
     healthy = true;
-    const enabled = await enableEndpoint(database.db, endpoint.id);
+    const enabled = await resumeWebhookEndpoint(database.db, endpoint.org_id, endpoint.id, operatorActor);
     expect(enabled).toMatchObject({ enabled: true, consecutive_failures: 0, disabled_reason: null, resumed_deliveries: 2 });
     const deliveries = await eventually(
       () => deliveriesOf(endpoint.id),
@@ -275,7 +274,7 @@ describe('operator actions', () => {
     const receiver = await startReceiver();
     const endpoint = await newEndpoint(receiver.url);
     const other = await newEndpoint(`${receiver.url}?autre`);
-    const ping = await queuePing(database.db, endpoint.id);
+    const ping = await sendWebhookPing(database.db, endpoint.org_id, endpoint.id, operatorActor);
     await receiver.waitFor((r) => r.length === 1);
     const request = receiver.received[0]!;
     expect(request.event).toBe('ping');
@@ -303,7 +302,11 @@ describe('operator actions', () => {
       () => deliveriesOf(endpoint.id),
       (d) => d[0]?.status === 'delivered',
     );
-    expect(await replayDelivery(database.db, delivered!.id)).toEqual({ id: delivered!.id, replayed: true, status: 'pending' });
+    expect(await replayWebhookDelivery(database.db, orgId, delivered!.id, operatorActor)).toMatchObject({
+      id: delivered!.id,
+      replayed: true,
+      status: 'pending',
+    });
     await receiver.waitFor((r) => r.length === 2);
     expect(receiver.received[1]!.deliveryId).toBe(delivered!.id);
     expect(receiver.received[1]!.rawBody).toBe(receiver.received[0]!.rawBody);
@@ -316,7 +319,7 @@ describe('operator actions', () => {
     );
     const deadOne = dead.find((d) => d.status === 'dead')!;
     status = 200;
-    await replayDelivery(database.db, deadOne.id);
+    await replayWebhookDelivery(database.db, orgId, deadOne.id, operatorActor);
     const after = await eventually(
       () => deliveriesOf(endpoint.id),
       (d) => d.find((x) => x.id === deadOne.id)!.status === 'delivered',
@@ -328,16 +331,23 @@ describe('operator actions', () => {
     await sql`update webhook_deliveries set status = 'pending', next_attempt_at = now() + interval '1 hour' where id = ${deadOne.id}`.execute(
       database.db,
     );
-    expect(await replayDelivery(database.db, deadOne.id)).toMatchObject({ replayed: false, status: 'pending' });
+    expect(await replayWebhookDelivery(database.db, orgId, deadOne.id, operatorActor)).toMatchObject({
+      replayed: false,
+      status: 'pending',
+    });
   });
 
   it('rotate-secret: both secrets sign for 24 hours, then only the new one', async () => {
     await startWorker();
     const receiver = await startReceiver();
     const endpoint = await newEndpoint(receiver.url);
-    const newSecret = generateWebhookSecret();
-    const rotated = await rotateEndpointSecret(database.db, endpoint.id, newSecret);
-    expect(rotated!.previous_secret_expires_at!.getTime() - Date.now()).toBeGreaterThan(23.9 * 3600 * 1000);
+    const { endpoint: rotated, secret: newSecret } = (await rotateWebhookEndpointSecret(
+      database.db,
+      endpoint.org_id,
+      endpoint.id,
+      operatorActor,
+    ))!;
+    expect(rotated.previous_secret_expires_at!.getTime() - Date.now()).toBeGreaterThan(23.9 * 3600 * 1000);
     await recordEvent(database.db, enrolled());
     await receiver.waitFor((r) => r.length === 1);
     const during = receiver.received[0]!;

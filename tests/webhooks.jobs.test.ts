@@ -3,20 +3,20 @@ import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { advisoryLocks } from '../db/connection';
+import { createEndpoint } from '../db/webhook-endpoints';
 import {
   type AttemptJob,
-  createEndpoint,
   deliveryQueue,
-  disableEndpoint,
   type EventData,
-  enableEndpoint,
   installDeliveryQueue,
   kyselyExecutor,
   recordEvent,
   recordEvents,
   takeDueDeliveries,
 } from '../db/webhooks';
+import { operatorActor } from '../scripts/command';
 import type { Config } from '../src/config';
+import { resumeWebhookEndpoint, suspendWebhookEndpoint } from '../src/webhook-endpoints';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { attemptExpirySeconds, startWebhookDelivery, type WebhookDelivery } from '../src/webhooks/worker';
 import { bearer, buildTestApp, testConfig } from './support/app';
@@ -268,7 +268,7 @@ describe('an endpoint disabled', () => {
     // Two deliveries whose jobs are due, and the endpoint disabled before a worker takes them.
     await recordEvent(database.db, enrolled());
     await recordEvent(database.db, enrolled());
-    await disableEndpoint(database.db, endpoint.id);
+    await suspendWebhookEndpoint(database.db, endpoint.org_id, endpoint.id, operatorActor);
     status = 200;
 
     await startWorker();
@@ -284,7 +284,10 @@ describe('an endpoint disabled', () => {
     const [retry] = await jobsIn('created');
     expect(retry).toMatchObject({ id: planned!.job_id, data: { deliveryId: planned!.id } });
 
-    expect(await enableEndpoint(database.db, endpoint.id)).toMatchObject({ enabled: true, resumed_deliveries: 3 });
+    expect(await resumeWebhookEndpoint(database.db, endpoint.org_id, endpoint.id, operatorActor)).toMatchObject({
+      enabled: true,
+      resumed_deliveries: 3,
+    });
     await running.receiver.waitFor((received) => received.length === 3);
     expect(sorted(running.receiver.received.slice(1).map((r) => r.deliveryId))).toEqual(sorted(setAside.map((d) => d.id)));
     // The retry planned in an hour kept its job and its time.
@@ -302,7 +305,7 @@ describe('an endpoint disabled', () => {
     const endpoint = await newEndpoint();
     await recordEvent(database.db, enrolled());
     const [delivery] = await deliveriesOf(endpoint.id);
-    await disableEndpoint(database.db, endpoint.id);
+    await suspendWebhookEndpoint(database.db, endpoint.org_id, endpoint.id, operatorActor);
     const job = { id: delivery!.job_id!, data: { deliveryId: delivery!.id } };
 
     // Another process enables the endpoint, and has not committed yet.
@@ -378,7 +381,7 @@ describe('the delivery queue', () => {
     const [enabled, disabled] = [await newEndpoint(), await newEndpoint()];
     await recordEvent(database.db, enrolled());
     await recordEvent(database.db, enrolled());
-    await disableEndpoint(database.db, disabled.id);
+    await suspendWebhookEndpoint(database.db, disabled.org_id, disabled.id, operatorActor);
     await sql`delete from pgboss.job where name = ${deliveryQueue}`.execute(database.db);
     await sql`update webhook_deliveries set job_id = null`.execute(database.db);
     const [overdue, later] = await deliveriesOf(enabled.id);

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEndpoint, deliveryQueue, type EventData, installDeliveryQueue, recordEvent } from '../db/webhooks';
+import { createEndpoint } from '../db/webhook-endpoints';
+import { deliveryQueue, type EventData, installDeliveryQueue, recordEvent } from '../db/webhooks';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';

@@ -11,6 +11,7 @@ import { type Kysely, sql } from 'kysely';
 //   (src/key-usage.ts), not by the request itself: the key's statement stays the only one before a
 //   verdict, and it writes only the unlogged rate-limit table.
 // - api_keys.last_used_at, written by the same flush; in no index, so that its update stays HOT.
+// - events.sample: the test pings and the examples sent to one endpoint, left out of the counts.
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`create table portal_links (
     id uuid primary key default gen_random_uuid(),
@@ -72,9 +73,11 @@ export async function up(db: Kysely<any>): Promise<void> {
   )`.execute(db);
 
   await sql`alter table api_keys add column last_used_at timestamptz`.execute(db);
+  await sql`alter table events add column sample boolean not null default false`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await sql`alter table events drop column sample`.execute(db);
   await sql`alter table api_keys drop column last_used_at`.execute(db);
   await sql`drop table api_key_daily_usage`.execute(db);
   await sql`drop table audit_events`.execute(db);

@@ -82,6 +82,8 @@ export interface EventsTable {
   org_id: string;
   type: string;
   data: ColumnType<unknown, string, string>;
+  /** A test ping or an example sent to one endpoint: not counted as the organisation's activity. */
+  sample: Generated<boolean>;
   created_at: GeneratedTimestamp;
 }
 

@@ -3,11 +3,12 @@ import { findLearner } from '../../db/learners';
 import { migrateToLatest } from '../../db/migrate';
 import { addLicences, countLicences, createOrganisation, listOrganisations, revokeLearnerLicence } from '../../db/organisations';
 import type { LicenceType } from '../../db/tables';
-import { type Actor, ExpiryInThePast, issueApiKey, lastValidDay, revokeOrganisationKey } from '../../src/api-keys';
+import { ExpiryInThePast, issueApiKey, lastValidDay, revokeOrganisationKey } from '../../src/api-keys';
 import { issuePortalLink } from '../../src/portal';
 import {
   type AdminCommand,
   oneOf,
+  operatorActor,
   optionalDate,
   optionalString,
   positiveInteger,
@@ -33,9 +34,6 @@ function sessionLifetime(text: string): number {
   }
   return seconds;
 }
-
-/** The operator, as the audit log records changes made from the shell. */
-const operator: Actor = { kind: 'operator', email: null, sessionId: null };
 
 function keyState(key: { revoked_at: Date | null; expires_at: Date | null }, now: Date): string {
   if (key.revoked_at) return `révoquée le ${operatorDateTime(key.revoked_at)}`;
@@ -235,7 +233,7 @@ export const commands: AdminCommand[] = [
       const organisation = await requireOrganisation(context.db, orgId);
       const scopes: ('read' | 'write')[] = context.values.write ? ['read', 'write'] : ['read'];
       const label = optionalString(context.values, 'label');
-      const issued = await issueApiKey(context.db, { orgId, label, scopes, expiresOn: expires }, operator).catch((error: unknown) => {
+      const issued = await issueApiKey(context.db, { orgId, label, scopes, expiresOn: expires }, operatorActor).catch((error: unknown) => {
         if (!(error instanceof ExpiryInThePast)) throw error;
         throw new UsageError(
           `--expires ${error.expiresOn} est déjà passé (nous sommes le ${error.today}, heure de Paris) : la clé serait refusée dès sa création. ` +
@@ -325,7 +323,7 @@ export const commands: AdminCommand[] = [
       const link = await issuePortalLink(
         context.db,
         { orgId, actorEmail: email, readOnly: context.values['read-only'] === true, sessionLifetimeSeconds },
-        operator,
+        operatorActor,
         baseUrl,
       );
       return {
@@ -348,7 +346,7 @@ export const commands: AdminCommand[] = [
     async run(context) {
       const id = requiredUuid(context.values, 'id');
       const orgId = await findKeyOrganisation(context.db, id);
-      const revocation = orgId === null ? null : await revokeOrganisationKey(context.db, orgId, id, operator);
+      const revocation = orgId === null ? null : await revokeOrganisationKey(context.db, orgId, id, operatorActor);
       if (!revocation) throw new UsageError(`Aucune clé ${id}.`);
       return {
         json: { id, revoked: true, revoked_at: revocation.revokedAt.toISOString(), already_revoked: !revocation.revokedNow },

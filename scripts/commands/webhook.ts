@@ -1,24 +1,21 @@
 import type { DeliveryStatus } from '../../db/tables/webhooks';
+import { findDelivery, findEndpoint, type LoggedDelivery, listDeliveriesPage, listEndpoints } from '../../db/webhook-endpoints';
+import { installDeliveryQueue, subscribableEventTypes } from '../../db/webhooks';
 import {
-  createEndpoint,
-  disableEndpoint,
-  enableEndpoint,
-  findDelivery,
-  findEndpoint,
-  installDeliveryQueue,
-  listDeliveries,
-  listEndpoints,
-  queuePing,
-  replayDelivery,
-  rotateEndpointSecret,
-  subscribableEventTypes,
-} from '../../db/webhooks';
-import { checkWebhookUrl, WebhookAddressError } from '../../src/webhooks/address-guard';
-import { generateWebhookSecret } from '../../src/webhooks/signature';
+  EndpointLimitReached,
+  registerWebhookEndpoint,
+  replayWebhookDelivery,
+  resumeWebhookEndpoint,
+  rotateWebhookEndpointSecret,
+  sendWebhookPing,
+  suspendWebhookEndpoint,
+} from '../../src/webhook-endpoints';
+import { WebhookAddressError } from '../../src/webhooks/address-guard';
 import {
   type AdminCommand,
   type CommandContext,
   oneOf,
+  operatorActor,
   positiveInteger,
   requiredString,
   requiredUuid,
@@ -96,7 +93,7 @@ function eventTypesOption(value: string | boolean | undefined): string[] {
 
 const deliveryStatuses: DeliveryStatus[] = ['pending', 'delivered', 'dead'];
 
-type Delivery = Awaited<ReturnType<typeof listDeliveries>>[number];
+type Delivery = LoggedDelivery;
 
 /** The delivery log as a table: one line per attempt, the delivery named on its first one. */
 function deliveryLog(deliveries: Delivery[]): string {
@@ -142,16 +139,15 @@ export const commands: AdminCommand[] = [
       const rawUrl = requiredString(context.values, 'url');
       const eventTypes = eventTypesOption(context.values.events);
       const organisation = await requireOrganisation(context.db, orgId);
-      let url: URL;
-      try {
-        url = await checkWebhookUrl(rawUrl, { allowInsecure: context.config.webhookAllowInsecure });
-      } catch (error) {
-        if (error instanceof WebhookAddressError) throw new UsageError(`Adresse refusée : ${error.message}.`);
-        throw error;
-      }
       await installDeliveryQueue(context.db);
-      const secret = generateWebhookSecret();
-      const endpoint = await createEndpoint(context.db, { orgId, url: url.href, secret, eventTypes });
+      const { endpoint, secret } = await registerWebhookEndpoint(context.db, { orgId, url: rawUrl, eventTypes }, operatorActor, {
+        allowInsecure: context.config.webhookAllowInsecure,
+      }).catch((error: unknown) => {
+        if (error instanceof WebhookAddressError) throw new UsageError(`Adresse refusée : ${error.message}.`);
+        if (error instanceof EndpointLimitReached)
+          throw new UsageError(`« ${organisation.name} » a déjà 20 points de réception : supprimez-en un avant d’en créer un autre.`);
+        throw error;
+      });
       return {
         json: { id: endpoint.id, secret, url: endpoint.url, events: endpoint.event_types },
         text: [
@@ -196,9 +192,9 @@ export const commands: AdminCommand[] = [
     options: { id: { type: 'string' } },
     async run(context) {
       const id = requiredUuid(context.values, 'id');
-      await requireEndpoint(context, id);
+      const found = await requireEndpoint(context, id);
       await installDeliveryQueue(context.db);
-      const endpoint = (await enableEndpoint(context.db, id))!;
+      const endpoint = (await resumeWebhookEndpoint(context.db, found.org_id, id, operatorActor))!;
       return {
         json: { ...describeEndpoint(endpoint), resumed_deliveries: endpoint.resumed_deliveries },
         text: `Point de réception réactivé ; ${count(endpoint.resumed_deliveries, 'livraison en attente reprend', 'livraisons en attente reprennent')}.\n${endpointSheet(endpoint)}`,
@@ -212,8 +208,8 @@ export const commands: AdminCommand[] = [
     options: { id: { type: 'string' } },
     async run(context) {
       const id = requiredUuid(context.values, 'id');
-      const endpoint = await disableEndpoint(context.db, id);
-      if (!endpoint) throw new UsageError(`Aucun point de réception ${id}.`);
+      const found = await requireEndpoint(context, id);
+      const endpoint = (await suspendWebhookEndpoint(context.db, found.org_id, id, operatorActor))!;
       return {
         json: describeEndpoint(endpoint),
         text: `Point de réception désactivé : rien ne lui est envoyé, ses livraisons en attente sont gardées jusqu’à « webhook enable ».\n${endpointSheet(endpoint)}`,
@@ -227,9 +223,9 @@ export const commands: AdminCommand[] = [
     options: { id: { type: 'string' } },
     async run(context) {
       const id = requiredUuid(context.values, 'id');
-      await requireEndpoint(context, id);
+      const endpoint = await requireEndpoint(context, id);
       await installDeliveryQueue(context.db);
-      const ping = (await queuePing(context.db, id))!;
+      const ping = { ...(await sendWebhookPing(context.db, endpoint.org_id, id, operatorActor))!, endpointEnabled: endpoint.enabled };
       const note = 'Point de réception désactivé : le ping partira à sa réactivation.';
       return {
         json: { endpoint: id, event_id: ping.eventId, delivery_id: ping.deliveryId, ...(ping.endpointEnabled ? {} : { note }) },
@@ -253,8 +249,8 @@ export const commands: AdminCommand[] = [
       const id = requiredUuid(context.values, 'id');
       const status = oneOf(context.values, 'status', deliveryStatuses, false);
       const limit = positiveInteger(context.values, 'limit', 50);
-      await requireEndpoint(context, id);
-      const deliveries = await listDeliveries(context.db, id, { status, limit });
+      const endpoint = await requireEndpoint(context, id);
+      const deliveries = (await listDeliveriesPage(context.db, endpoint.org_id, { endpointId: id, status }, null, limit)).slice(0, limit);
       const which = status ? ` (statut : ${deliveryStatusText[status]})` : '';
       return {
         json: {
@@ -299,7 +295,7 @@ export const commands: AdminCommand[] = [
       if (!delivery) throw new UsageError(`Aucune livraison ${id}.`);
       if (delivery.status === 'pending') throw new UsageError(`La livraison ${id} est déjà en attente d’envoi.`);
       await installDeliveryQueue(context.db);
-      await replayDelivery(context.db, id);
+      await replayWebhookDelivery(context.db, delivery.org_id, id, operatorActor);
       return {
         json: { id, endpoint: delivery.endpoint_id, status: 'pending' },
         text: `Livraison ${id} (${deliveryStatusText[delivery.status]}) renvoyée : même identifiant, même corps, six nouvelles tentatives. Son résultat : webhook deliveries --id ${delivery.endpoint_id}`,
@@ -313,9 +309,8 @@ export const commands: AdminCommand[] = [
     options: { id: { type: 'string' } },
     async run(context) {
       const id = requiredUuid(context.values, 'id');
-      const secret = generateWebhookSecret();
-      const endpoint = await rotateEndpointSecret(context.db, id, secret);
-      if (!endpoint) throw new UsageError(`Aucun point de réception ${id}.`);
+      const found = await requireEndpoint(context, id);
+      const { endpoint, secret } = (await rotateWebhookEndpointSecret(context.db, found.org_id, id, operatorActor))!;
       const previousUntil = endpoint.previous_secret_expires_at!;
       return {
         json: { id, secret, previous_secret_valid_until: previousUntil.toISOString() },

@@ -13,6 +13,7 @@ const errorCatalogue = {
   unknown_programme: { status: 400, message: 'Programme inconnu dans votre organisation.' },
   invalid_email: { status: 400, message: 'Adresse électronique invalide.' },
   learner_identifier_missing: { status: 400, message: 'Indiquez le paramètre « email » ou « user_id » de l’apprenant.' },
+  webhook_url_refused: { status: 400, message: 'Adresse refusée : une adresse https publique est attendue.' },
   email_domain_not_allowed: {
     status: 400,
     message: 'Le domaine de cette adresse électronique n’est pas autorisé pour votre organisation.',
@@ -44,6 +45,8 @@ const errorCatalogue = {
   unknown_resource: { status: 404, message: 'Ressource inconnue.' },
   unknown_organisation: { status: 404, message: 'Organisation inconnue.' },
   unknown_api_key: { status: 404, message: 'Clé API inconnue dans cette organisation.' },
+  unknown_webhook_endpoint: { status: 404, message: 'Point de réception inconnu dans cette organisation.' },
+  unknown_webhook_delivery: { status: 404, message: 'Livraison inconnue dans cette organisation.' },
   unknown_learner: { status: 404, message: 'Apprenant inconnu dans votre organisation.' },
   route_not_found: { status: 404, message: 'Adresse inconnue.' },
   method_not_allowed: { status: 405, message: 'Méthode non autorisée sur cette adresse.' },
@@ -51,6 +54,15 @@ const errorCatalogue = {
   already_member: { status: 409, message: 'Cet apprenant est déjà membre de votre organisation.' },
   no_licence_available: { status: 409, message: 'Aucune licence disponible dans votre organisation.' },
   insufficient_licences: { status: 409, message: 'Licences disponibles insuffisantes pour ce lot : personne n’a été inscrit.' },
+  endpoint_limit_reached: {
+    status: 409,
+    message: '20 points de réception au plus par organisation : supprimez-en un avant d’en créer un autre.',
+  },
+  delivery_pending: { status: 409, message: 'Cette livraison est déjà en attente d’envoi : elle partira à sa prochaine tentative.' },
+  endpoint_disabled: {
+    status: 409,
+    message: 'Point de réception désactivé : réactivez-le avant de renvoyer ses livraisons.',
+  },
   body_too_large: { status: 413, message: 'Corps de la requête trop volumineux.' },
   uri_too_long: { status: 414, message: 'Adresse trop longue.' },
   unsupported_media_type: { status: 415, message: 'Type de contenu non pris en charge : envoyez « Content-Type: application/json ».' },

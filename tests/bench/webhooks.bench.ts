@@ -1,7 +1,8 @@
 import { createServer } from 'node:http';
 import { createDb, type DB } from '../../db/connection';
 import { createOrganisation } from '../../db/organisations';
-import { createEndpoint, installDeliveryQueue, recordEvents } from '../../db/webhooks';
+import { createEndpoint } from '../../db/webhook-endpoints';
+import { installDeliveryQueue, recordEvents } from '../../db/webhooks';
 import { generateWebhookSecret } from '../../src/webhooks/signature';
 import { cpuSeconds, openBenchDatabase, percentile, report, startServerProcess } from './support';
 
