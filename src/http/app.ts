@@ -215,8 +215,11 @@ function superviseRequests(app: FastifyInstance, config: Config, metrics: Metric
 async function registerDocument(app: FastifyInstance, document: Record<string, any>, docsLearnerEmail: string | undefined): Promise<void> {
   app.get(`${apiPrefix}/openapi.yaml`, async (_request, reply) => reply.type('application/yaml; charset=utf-8').send(openapiText));
   app.get(`${apiPrefix}/openapi.json`, async (_request, reply) => reply.type(jsonContentType).send(document));
-  await app.register(swagger, { mode: 'static', specification: { document: docsDocument(document, docsLearnerEmail) as never } });
-  await app.register(swaggerUi, { routePrefix: `${apiPrefix}/docs` });
+  // In a scope of its own: the management API's docs page has another swagger instance.
+  await app.register(async (docs) => {
+    await docs.register(swagger, { mode: 'static', specification: { document: docsDocument(document, docsLearnerEmail) as never } });
+    await docs.register(swaggerUi, { routePrefix: `${apiPrefix}/docs` });
+  });
   for (const url of ['/', apiPrefix, `${apiPrefix}/`]) app.get(url, async (_request, reply) => reply.redirect(`${apiPrefix}/docs/`, 302));
 }
 

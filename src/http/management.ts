@@ -1,4 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
 import { recordAuditEvent } from '../../db/audit';
@@ -51,6 +53,14 @@ function operationIdsByRoute(document: Record<string, any>): Map<string, string>
     }
   }
   return byRoute;
+}
+
+/** What a refused change was aimed at, from its path. */
+function refusedTarget(params: { key_id?: string; endpoint_id?: string; delivery_id?: string }) {
+  if (params.key_id) return { kind: 'api_key' as const, id: params.key_id };
+  if (params.endpoint_id) return { kind: 'webhook_endpoint' as const, id: params.endpoint_id };
+  if (params.delivery_id) return { kind: 'webhook_delivery' as const, id: params.delivery_id };
+  return null;
 }
 
 /** Codes that only say which kind of caller an operation takes: any other refusal is more precise. */
@@ -123,6 +133,11 @@ export async function registerManagementApi(
     async (api) => {
       api.get('/openapi.yaml', async (_request, reply) => reply.type('application/yaml; charset=utf-8').send(managementText));
       api.get('/openapi.json', async (_request, reply) => reply.type(jsonContentType).send(document));
+      // The docs page, with no credential, as /v1's: its own swagger instance, beside /v1's.
+      await api.register(async (docs) => {
+        await docs.register(swagger, { mode: 'static', specification: { document: document as never } });
+        await docs.register(swaggerUi, { routePrefix: '/docs' });
+      });
       api.addHook('onSend', async (_request, reply, payload) => {
         reply.header('Cache-Control', 'no-store');
         return payload;
@@ -185,12 +200,12 @@ export async function registerManagementApi(
         const refusal = managementErrorOf(error, request);
         // A change a session tried and was refused is in the audit log, as its changes are.
         if (request.portalSession && auditedRefusals.has(refusal.code)) {
-          const params = request.params as { key_id?: string };
+          const params = request.params as { key_id?: string; endpoint_id?: string; delivery_id?: string };
           await recordAuditEvent(db, {
             orgId: request.portalSession.orgId,
             actor: request.actor,
             action: operationIds.get(`${request.method} ${request.routeOptions.url}`) ?? `${request.method} ${request.routeOptions.url}`,
-            target: params.key_id ? { kind: 'api_key', id: params.key_id } : null,
+            target: refusedTarget(params),
             outcome: 'refused',
             refusalCode: refusal.code,
             requestId: request.id,
