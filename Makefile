@@ -62,6 +62,7 @@ codegen-check: install ## Fail when codegen/ is stale against openapi.yaml and m
 
 typecheck: install
 	npx tsc --noEmit
+	npx tsc --noEmit -p page
 
 contract: install ## The contract suite: Prism mocks, the real server, and the server behind prism proxy --errors
 	npx vitest run tests/contract.

@@ -451,6 +451,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhook-event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Les types d'événements
+         * @description Les types d'événements auxquels un point de réception peut s'abonner, chacun avec ce qui le déclenche (les webhooks d'`openapi.yaml`).
+         */
+        get: operations["listWebhookEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -840,7 +860,8 @@ export interface components {
          *           "error": null,
          *           "response_excerpt": "ok"
          *         }
-         *       ]
+         *       ],
+         *       "payload": "{\"id\":\"b7c1e3a5-9d2f-4b6e-8a1c-3e5f7a9b1d2c\",\"type\":\"programme.completed\",\"created_at\":\"2026-11-28T10:20:11.402+01:00\",\"data\":{}}"
          *     }
          */
         WebhookDelivery: {
@@ -872,6 +893,8 @@ export interface components {
             attempt_total: number;
             /** @description Les 20 dernières tentatives, de la plus ancienne à la plus récente. */
             attempts: components["schemas"]["WebhookAttempt"][];
+            /** @description Le corps JSON envoyé, octet pour octet (celui que la signature couvre). */
+            payload: string;
         };
         WebhookDeliveryPage: {
             data: components["schemas"]["WebhookDelivery"][];
@@ -1061,6 +1084,26 @@ export interface components {
             data: components["schemas"]["AuditEvent"][];
             has_more: boolean;
             next_cursor: string | null;
+        };
+        /**
+         * @example {
+         *       "data": [
+         *         {
+         *           "event_type": "quiz.completed",
+         *           "summary": "Quiz terminé",
+         *           "description": "Envoyé à chaque fin d'une leçon qui contient un quiz (une fois par tentative)."
+         *         }
+         *       ]
+         *     }
+         */
+        WebhookEventTypeList: {
+            data: {
+                event_type: components["schemas"]["WebhookEventType"];
+                /** @description Le nom du type, en français. */
+                summary: string;
+                /** @description Ce qui déclenche l'événement. */
+                description: string;
+            }[];
         };
     };
     responses: {
@@ -1904,6 +1947,30 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Les types. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventTypeList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

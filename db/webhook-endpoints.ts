@@ -270,7 +270,7 @@ export async function listDeliveriesPage(db: DB, orgId: string, filters: Deliver
   if (filters.until) conditions.push(sql`d.created_at < ${filters.until}`);
   if (after) conditions.push(sql`(d.created_at, d.id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
   const { rows: deliveries } = await sql<DeliveryRow>`
-    select d.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.attempt_count, d.replay_count, d.job_id,
+    select d.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.attempt_count, d.replay_count, d.job_id, d.body,
       d.next_attempt_at, d.created_at, d.delivered_at, d.dead_at,
       to_char(d.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as position
     from webhook_endpoints e
@@ -311,6 +311,8 @@ interface DeliveryRow {
   replay_count: number;
   /** The job of the next attempt; null when none is planned (delivered, dead, or set aside while the endpoint is disabled). */
   job_id: string | null;
+  /** The JSON body sent, byte for byte. */
+  body: string;
   next_attempt_at: Date;
   created_at: Date;
   delivered_at: Date | null;

@@ -5,6 +5,7 @@ import { type EndpointRecord, findEndpoint, type LoggedDelivery, listDeliveriesP
 import { subscribableEventTypes } from '../db/webhooks';
 import type { Config } from '../src/config';
 import { ApiError } from '../src/http/errors';
+import { loadOpenapiDocument, webhookEventCatalogue } from '../src/openapi-document';
 import {
   changeWebhookEndpoint,
   EndpointDisabled,
@@ -56,6 +57,7 @@ export function deliveryView(delivery: LoggedDelivery): WebhookDelivery {
     dead_at: delivery.dead_at?.toISOString() ?? null,
     replay_count: delivery.replay_count,
     attempt_total: delivery.attempt_total,
+    payload: delivery.body,
     attempts: delivery.attempts.map((attempt) => ({
       attempted_at: attempt.attempted_at.toISOString(),
       duration_ms: attempt.duration_ms,
@@ -94,7 +96,13 @@ export function createWebhookHandlers(context: { db: DB; config: Config }) {
     return deliveryView(delivery);
   }
 
+  const eventCatalogue = webhookEventCatalogue(loadOpenapiDocument(), subscribableEventTypes);
+
   return {
+    async listWebhookEventTypes() {
+      return { data: eventCatalogue };
+    },
+
     async listWebhookEndpoints(request: RequestOf<'listWebhookEndpoints'>) {
       const limit = request.query.limit ?? defaultLimit;
       const rows = await listEndpointsPage(db, request.params.org_id, decodeCursor(request.query.cursor), limit);

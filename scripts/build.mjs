@@ -35,8 +35,23 @@ const result = await build({
   logLevel: 'warning',
 });
 
+// The script of the page « API et intégrations » (page/), for the browser: one file with
+// openapi-fetch inside, served at /integrations/page.js.
+const page = await build({
+  absWorkingDir: projectRoot,
+  entryPoints: { page: 'page/main.ts' },
+  bundle: true,
+  platform: 'browser',
+  format: 'esm',
+  target: 'es2022',
+  outdir: distFolder,
+  sourcemap: 'linked',
+  write: false,
+  logLevel: 'warning',
+});
+
 mkdirSync(distFolder, { recursive: true });
-for (const file of result.outputFiles) {
+for (const file of [...result.outputFiles, ...page.outputFiles]) {
   const staging = `${file.path}.${process.pid}.tmp`;
   writeFileSync(staging, file.contents);
   renameSync(staging, file.path);

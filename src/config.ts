@@ -39,6 +39,11 @@ export interface Config {
    * links and the origin that the page's changes must come from; null: the request's own address.
    */
   readonly publicBaseUrl: string | null;
+  /**
+   * The origins allowed to frame the page « API et intégrations » (the platform's dashboard), as the
+   * CSP's `frame-ancestors` lists them; empty: the page cannot be framed.
+   */
+  readonly portalFrameAncestors: readonly string[];
   /** Management calls per page session over the rate limit's window. */
   readonly managementRateLimitPerMinute: number;
   /** Management calls with the platform's token over the rate limit's window. */
@@ -69,6 +74,7 @@ interface RawEnvironment {
   WEBHOOK_ALLOW_INSECURE: string;
   MANAGEMENT_TOKEN?: string;
   PUBLIC_BASE_URL?: string;
+  PORTAL_FRAME_ANCESTORS?: string;
   MANAGEMENT_RATE_LIMIT_PER_MINUTE: number;
   MANAGEMENT_TOKEN_RATE_LIMIT_PER_MINUTE: number;
   KEY_USAGE_FLUSH_MS: number;
@@ -115,6 +121,11 @@ const environmentSchema = {
       type: 'string',
       pattern: '^https?://[^\\s/?#@]+$',
       description: 'doit être une adresse http:// ou https:// sans chemin (https://api.exemple.fr)',
+    },
+    PORTAL_FRAME_ANCESTORS: {
+      type: 'string',
+      pattern: '^https://[^\\s/?#@,]+( https://[^\\s/?#@,]+)*$',
+      description: 'doit lister des origines https séparées par une espace (https://tableau-de-bord.exemple.fr)',
     },
     MANAGEMENT_RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 1, default: 120 },
     MANAGEMENT_TOKEN_RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 1, default: 600 },
@@ -190,6 +201,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     webhookAllowInsecure: raw.WEBHOOK_ALLOW_INSECURE === '1',
     managementToken: raw.MANAGEMENT_TOKEN ?? null,
     publicBaseUrl: raw.PUBLIC_BASE_URL ?? null,
+    portalFrameAncestors: Object.freeze(raw.PORTAL_FRAME_ANCESTORS ? raw.PORTAL_FRAME_ANCESTORS.split(' ') : []),
     managementRateLimitPerMinute: raw.MANAGEMENT_RATE_LIMIT_PER_MINUTE,
     managementTokenRateLimitPerMinute: raw.MANAGEMENT_TOKEN_RATE_LIMIT_PER_MINUTE,
     keyUsageFlushMs: raw.KEY_USAGE_FLUSH_MS,

@@ -4,7 +4,10 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import type { ListOperation } from '../db/resource-registry';
 
-export const openapiPath = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'openapi.yaml');
+/** The project's folder: one above src/ here, and one above dist/ in the bundle `npm start` runs. */
+export const projectFolder = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export const openapiPath = path.join(projectFolder, 'openapi.yaml');
 
 /** openapi.yaml, the single source of truth: its text as served, and its parsed form. */
 export const openapiText = readFileSync(openapiPath, 'utf8');
@@ -122,4 +125,20 @@ export function webhookExampleData(document: Record<string, any>, eventType: str
     ? document.components.schemas[ref.slice('#/components/schemas/'.length)]
     : undefined;
   return schema?.examples?.[0]?.data;
+}
+
+/**
+ * The event types an endpoint may subscribe to, with what openapi.yaml says of each: its summary,
+ * and the first paragraph of its description (what triggers it).
+ */
+export function webhookEventCatalogue(document: Record<string, any>, eventTypes: readonly string[]) {
+  return eventTypes.map((eventType) => {
+    const operation = document.webhooks[eventType].post;
+    return {
+      event_type: eventType,
+      summary: String(operation.summary),
+      // Plain text for the page: the Markdown's code quotes dropped, its line breaks joined.
+      description: String(operation.description).split('\n\n')[0]!.replaceAll('`', '').replace(/\s+/g, ' ').trim(),
+    };
+  });
 }

@@ -7,9 +7,10 @@ import { projectRoot } from './support/server-process';
 // Imports point one way: codegen <- db <- src <- handlers / scripts <- tests. A folder may import
 // from its own layer and the layers below; handlers and scripts are peers that do not import one
 // another; src/http/app.ts alone assembles the handlers. examples/ are what an integrator copies: they
-// may use the generated types and the verifier of src/, nothing of the server's inside.
+// may use the generated types and the verifier of src/, nothing of the server's inside. page/ runs
+// in the browser: it uses codegen/ only.
 
-const layers: Record<string, number> = { codegen: 0, db: 1, src: 2, handlers: 3, scripts: 3, examples: 3, tests: 4 };
+const layers: Record<string, number> = { codegen: 0, db: 1, src: 2, handlers: 3, scripts: 3, examples: 3, page: 3, tests: 4 };
 
 function sourceFiles(folder: string): string[] {
   return readdirSync(folder).flatMap((name) => {
@@ -34,6 +35,8 @@ function breaksTheRule(from: string, target: string): boolean {
   if (!(fromFolder in layers) || !(toFolder in layers)) return false;
   if (toFolder === 'handlers' && fromFolder !== 'handlers') return from !== path.join('src', 'http', 'app.ts') && fromFolder !== 'tests';
   if (fromFolder === 'examples' && toFolder === 'src') return !target.startsWith(path.join('src', 'webhooks', 'verify'));
+  // The page runs in the browser: it may use the generated types of management.yaml, nothing of the server.
+  if (fromFolder === 'page') return toFolder !== 'page' && toFolder !== 'codegen';
   const [fromLayer, toLayer] = [layers[fromFolder]!, layers[toFolder]!];
   return toLayer > fromLayer || (toLayer === fromLayer && fromFolder !== toFolder);
 }

@@ -32,7 +32,7 @@ import { ApiError, serviceUnavailable } from './errors';
 import { registerHealthRoutes } from './health';
 import { registerManagementApi } from './management';
 import type { Metrics } from './metrics';
-import { registerPortalDoor } from './portal-page';
+import { registerPortalDoor, registerPortalPage } from './portal-page';
 import { validatorCompiler } from './validation';
 
 export const apiPrefix = '/v1';
@@ -86,6 +86,7 @@ export async function buildApp(context: AppContext, { logStream, docsLearnerEmai
   await registerApi(app, context, document);
   await app.register(cookie);
   registerPortalDoor(app, context);
+  registerPortalPage(app, context);
   await registerManagementApi(app, context, createManagementHandlers({ db: context.db, config: context.config }));
   return app;
 }

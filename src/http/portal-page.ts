@@ -1,8 +1,11 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { recordAuditEvent } from '../../db/audit';
 import { endPortalSession, redeemPortalLink, whyNotRedeemed } from '../../db/portal';
 import { countRequest } from '../../db/rate-limit';
 import type { AppContext } from '../context';
+import { projectFolder } from '../openapi-document';
 import { hashSecretToken, newSecretToken, redemptionPath } from '../portal';
 import { sessionCookieName } from './management';
 
@@ -42,6 +45,42 @@ function refusalPage(reply: FastifyReply, status: number, message: string) {
 <body><main><h1>API et intégrations</h1><p>${escapeHtml(message)}</p></main></body></html>
 `;
   return reply.code(status).headers(pageSecurityHeaders).type('text/html; charset=utf-8').send(html);
+}
+
+/**
+ * The page's own headers: its script and style from this server only, no inline script, calls to
+ * this server only, and framed only by PORTAL_FRAME_ANCESTORS (by nobody without it).
+ */
+function pageHeaders(frameAncestors: readonly string[]) {
+  const ancestors = frameAncestors.length > 0 ? frameAncestors.join(' ') : "'none'";
+  return {
+    'Cache-Control': 'no-store',
+    'Referrer-Policy': 'no-referrer',
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Security-Policy': `default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors ${ancestors}`,
+    ...(frameAncestors.length > 0 ? {} : { 'X-Frame-Options': 'DENY' }),
+  };
+}
+
+/** The page's files: its HTML and style as written (page/), its script as `npm start` bundles it (dist/page.js). */
+const pageFiles = {
+  '/integrations/': { file: path.join(projectFolder, 'page', 'index.html'), type: 'text/html; charset=utf-8' },
+  '/integrations/page.css': { file: path.join(projectFolder, 'page', 'page.css'), type: 'text/css; charset=utf-8' },
+  '/integrations/page.js': { file: path.join(projectFolder, 'dist', 'page.js'), type: 'text/javascript; charset=utf-8' },
+} as const;
+
+/** The page « API et intégrations »: three static files, whose script calls the management API. */
+export function registerPortalPage(app: FastifyInstance, context: AppContext): void {
+  const headers = pageHeaders(context.config.portalFrameAncestors);
+  for (const [route, { file, type }] of Object.entries(pageFiles)) {
+    app.get(route, async (_request, reply) =>
+      reply
+        .headers(headers)
+        .type(type)
+        .send(await readFile(file)),
+    );
+  }
+  app.get('/integrations', async (_request, reply) => reply.redirect('/integrations/', 301));
 }
 
 export function registerPortalDoor(app: FastifyInstance, context: AppContext): void {
