@@ -63,6 +63,8 @@ function refusedTarget(params: { key_id?: string; endpoint_id?: string; delivery
   return null;
 }
 
+const uuidShape = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** Codes that only say which kind of caller an operation takes: any other refusal is more precise. */
 const callerKindCodes = new Set(['platform_only', 'session_only']);
 
@@ -180,10 +182,12 @@ export async function registerManagementApi(
           if (counted.granted === 0) throw tooManyRequests(counted.resetSeconds, { limit, windowSeconds: rateLimitWindowSeconds });
           request.actor = { kind: 'platform', email: null, sessionId: null, requestId: request.id, clientAddress: request.ip };
         });
-        // An organisation the caller may not see, or that does not exist, is the same 404.
-        operations.addHook('preHandler', async (request) => {
+        // An organisation the caller may not see, or that does not exist, is the same 404, before
+        // the request is validated: a probe learns nothing from another organisation's paths.
+        operations.addHook('preValidation', async (request) => {
           const orgId = (request.params as { org_id?: string }).org_id;
-          if (orgId === undefined) return;
+          // Not an id at all: the validation's 400 names the parameter.
+          if (orgId === undefined || !uuidShape.test(orgId)) return;
           // A session sees its own organisation only; any other is as unknown as one that does not exist.
           const visible = request.portalSession ? request.portalSession.orgId === orgId : Boolean(await findOrganisation(db, orgId));
           if (!visible) throw new ApiError('unknown_organisation');
