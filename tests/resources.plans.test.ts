@@ -9,7 +9,7 @@ import { binaryCopyStatement } from '../db/copy';
 import { findLearner } from '../db/learners';
 import type { ResourceDefinition, ResourceFilter, RowWindow } from '../db/resources/definition';
 import { learnersResource } from '../db/resources/learners';
-import { allowedWindow, countResourceRows, pageKeysQuery, pageRowsQuery } from '../db/resources/list';
+import { allowedWindow, countResourceRows, pageRowsQuery } from '../db/resources/list';
 import { textFieldsOf } from '../db/resources/rendering';
 import { getSummary } from '../db/summary';
 import { hashApiKey } from '../src/api-keys';
@@ -143,9 +143,11 @@ const filter = (organisation = orgId): ResourceFilter => ({
 
 /** A page's statements, as db/resources/list.ts sends them: its keys' (when it reads them first), then its rows' COPY. */
 async function expectPageBounded(definition: ResourceDefinition, window: RowWindow, organisation = orgId): Promise<void> {
-  const keys = pageKeysQuery(database.db, definition, filter(organisation), window)?.compile();
-  if (keys) await expectBounded(keys.sql, keys.parameters, organisation);
-  const rows = await pageRowsQuery(database.db, definition, filter(organisation), window);
+  const rows = await pageRowsQuery(database.db, definition, filter(organisation), window, async (keysQuery) => {
+    const keys = keysQuery.compile();
+    await expectBounded(keys.sql, keys.parameters, organisation);
+    return keysQuery.execute();
+  });
   await expectBounded(copiedSelect(definition, rows), [], organisation);
 }
 

@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { ouiNon, parisDateTime } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { byKeyInOrganisation, rowsWithKeys, scopeCondition } from './scope';
+import { byKeyInOrganisation, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type AttendanceRow = components['schemas']['AttendanceRow'];
@@ -69,7 +69,5 @@ export const attendanceResource: ListResourceDefinition<'listAttendance'> = {
       ]);
   },
   keys: (db, filter) => attendanceInScope(db, filter).select('ta.id'),
-  selectByKeys(db, filter, keys) {
-    return rowsWithKeys(this.select(db, filter), sql.ref('ta.id'), keys);
-  },
+  pageKey: 'ta.id',
 };

@@ -54,20 +54,20 @@ export interface ResourceDefinition<Row extends Record<string, unknown> = Record
   select(db: DB, filter: ResourceFilter): SelectQueryBuilder<any, any, Row>;
   /**
    * Optional, for resources whose rows cost more to build than to find: the filter's rows as their
-   * unique keys only, in the same order and with the fewest joins. Counting reads these.
+   * unique keys only (one column), in the same order and with the fewest joins. Counting reads these.
    */
   keys?(db: DB, filter: ResourceFilter): SelectQueryBuilder<any, any, any>;
   /** Optional, instead of `keys`: the number of the filter's rows, computed without listing them. */
   count?(db: DB, filter: ResourceFilter): Promise<number>;
   /**
-   * Optional, with `keys`: the rows of a page given the page's keys, read first from `keys` with
-   * the page's limit and offset (db/resources/list.ts). A page then builds its own rows only (a
-   * deep offset skips cheap keys, not rendered rows), and PostgreSQL plans it knowing how many rows
-   * it has. Same rows, same order as `select` with limit and offset.
+   * Optional, with `keys`: the column of `select` that holds the key `keys` selects (`lg.id`). A
+   * page then reads its keys first, with its limit and offset, and builds only its own rows,
+   * selected by those keys (db/resources/list.ts): a deep offset skips cheap keys, not rendered
+   * rows, and PostgreSQL plans the rows knowing how many there are.
    */
-  selectByKeys?(db: DB, filter: ResourceFilter, keys: readonly PageKey[]): SelectQueryBuilder<any, any, Row>;
+  readonly pageKey?: string;
   /**
-   * Optional, instead of `selectByKeys`: the rows of one window of the order, built for that window
+   * Optional, instead of `pageKey`: the rows of one window of the order, built for that window
    * only. Same rows, same order as `select` with limit and offset.
    */
   selectWindow?(db: DB, filter: ResourceFilter, window: RowWindow): SelectQueryBuilder<any, any, Row>;

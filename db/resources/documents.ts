@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { parisDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { byKeyInOrganisation, rowsWithKeys, scopeCondition } from './scope';
+import { byKeyInOrganisation, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type DocumentRow = components['schemas']['DocumentRow'];
@@ -56,7 +56,5 @@ export const documentsResource: ListResourceDefinition<'listDocuments'> = {
       ]);
   },
   keys: (db, filter) => documentsInScope(db, filter).select('d.id'),
-  selectByKeys(db, filter, keys) {
-    return rowsWithKeys(this.select(db, filter), sql.ref('d.id'), keys);
-  },
+  pageKey: 'd.id',
 };

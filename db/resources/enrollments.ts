@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { ouiNon, parisDate, parisDateTime } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { yearSliceFilter, yearStart } from './natural-date';
-import { byKeyInOrganisation, rowsWithKeys, scopeCondition } from './scope';
+import { byKeyInOrganisation, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type EnrollmentRow = components['schemas']['EnrollmentRow'];
@@ -102,7 +102,5 @@ export const enrollmentsResource: ListResourceDefinition<'listEnrollments'> = {
     );
   },
   keys: (db, filter) => enrolmentsInScope(db, filter).select('ey.enrolment_id'),
-  selectByKeys(db, filter, keys) {
-    return rowsWithKeys(this.select(db, filter), sql.ref('ey.enrolment_id'), keys);
-  },
+  pageKey: 'ey.enrolment_id',
 };

@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { ouiNon, wireDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalDayFilter } from './natural-date';
-import { rowsWithKeys, scopeCondition, withLessonContext } from './scope';
+import { scopeCondition, withLessonContext } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type EvaluationRow = components['schemas']['EvaluationRow'];
@@ -55,7 +55,5 @@ export const evaluationsResource: ListResourceDefinition<'listEvaluations'> = {
     ]);
   },
   keys: (db, filter) => attemptsInScope(db, filter).select('qa.id'),
-  selectByKeys(db, filter, keys) {
-    return rowsWithKeys(this.select(db, filter), sql.ref('qa.id'), keys);
-  },
+  pageKey: 'qa.id',
 };

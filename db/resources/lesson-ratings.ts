@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { parisDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { rowsWithKeys, scopeCondition, withLessonContext } from './scope';
+import { scopeCondition, withLessonContext } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type LessonRatingRow = components['schemas']['LessonRatingRow'];
@@ -49,7 +49,5 @@ export const lessonRatingsResource: ListResourceDefinition<'listLessonRatings'> 
     ]);
   },
   keys: (db, filter) => lessonRatingsInScope(db, filter).select('lr.id'),
-  selectByKeys(db, filter, keys) {
-    return rowsWithKeys(this.select(db, filter), sql.ref('lr.id'), keys);
-  },
+  pageKey: 'lr.id',
 };

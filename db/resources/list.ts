@@ -4,6 +4,7 @@ import type { Database, DB } from '../connection';
 import { copyOut, copyOutWhole } from '../copy';
 import type { PageKey, ResourceDefinition, ResourceFilter, RowWindow } from './definition';
 import { textFieldsOf } from './rendering';
+import { rowsWithKeys } from './scope';
 
 // Any resource's query: the machinery reads rows without caring for their shape.
 type RowsQuery = SelectQueryBuilder<Database, any, any>;
@@ -32,27 +33,30 @@ export function allowedWindow(limit: number, offset: number, cap: number | null)
   return allowed > 0 ? { limit: allowed, offset } : null;
 }
 
-/**
- * The query of a page's keys: `keys` ordered, limited to the window. Undefined for a resource
- * that does not read its pages by key.
- */
-export function pageKeysQuery(db: DB, definition: ResourceDefinition, filter: ResourceFilter, window: RowWindow) {
-  return definition.selectByKeys && definition.keys ? definition.keys(db, filter).limit(window.limit).offset(window.offset) : undefined;
-}
+/** Reads a page's keys: the statement's rows, one column each. */
+export type KeysReader = (keysQuery: RowsQuery) => Promise<readonly Record<string, unknown>[]>;
 
-/** A page's keys, in order, as `pageKeysQuery` reads them (its one column). */
-export function keysOfRows(rows: readonly Record<string, unknown>[]): PageKey[] {
-  return rows.map((row) => Object.values(row)[0] as PageKey);
-}
+const executeKeys: KeysReader = (keysQuery) => keysQuery.execute();
 
 /**
- * The query of one page of a resource: its rows by their keys (read first), or its own window, or
- * its rows with limit and offset. The keys and the rows are read by two statements, as the count
- * is by a third: a row deleted in between is missing from the page, as from every later one.
+ * The query of one page of a resource: its rows selected by their keys (read first, by
+ * `readKeys`), or its own window, or its rows with limit and offset. The keys and the rows are
+ * read by two statements, as the count is by a third: a row deleted in between is missing from the
+ * page, as from every later one.
  */
-export async function pageRowsQuery(db: DB, definition: ResourceDefinition, filter: ResourceFilter, window: RowWindow): Promise<RowsQuery> {
-  const keysQuery = pageKeysQuery(db, definition, filter, window);
-  if (keysQuery) return definition.selectByKeys!(db, filter, keysOfRows(await keysQuery.execute()));
+export async function pageRowsQuery(
+  db: DB,
+  definition: ResourceDefinition,
+  filter: ResourceFilter,
+  window: RowWindow,
+  readKeys: KeysReader = executeKeys,
+): Promise<RowsQuery> {
+  if (definition.pageKey && definition.keys) {
+    const keyRows = await readKeys(definition.keys(db, filter).limit(window.limit).offset(window.offset));
+    // `keys` selects one column, the key, whatever its name.
+    const keys = keyRows.map((row) => Object.values(row)[0] as PageKey);
+    return rowsWithKeys(definition.select(db, filter), sql.ref(definition.pageKey), keys);
+  }
   return definition.selectWindow
     ? definition.selectWindow(db, filter, window)
     : definition.select(db, filter).limit(window.limit).offset(window.offset);

@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { parisDateTime } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { byKeyInOrganisation, rowsWithKeys, scopeCondition } from './scope';
+import { byKeyInOrganisation, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type LoginRow = components['schemas']['LoginRow'];
@@ -58,7 +58,5 @@ export const loginsResource: ListResourceDefinition<'listLogins'> = {
       ]);
   },
   keys: (db, filter) => loginsInScope(db, filter).select('lg.id'),
-  selectByKeys(db, filter, keys) {
-    return rowsWithKeys(this.select(db, filter), sql.ref('lg.id'), keys);
-  },
+  pageKey: 'lg.id',
 };

@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { ouiNon, parisDateTime, wireDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalDayFilter } from './natural-date';
-import { byKeyInOrganisation, rowsWithKeys, scopeCondition, withLessonContext } from './scope';
+import { byKeyInOrganisation, scopeCondition, withLessonContext } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type QuizAnswerRow = components['schemas']['QuizAnswerRow'];
@@ -72,7 +72,5 @@ export const quizAnswersResource: ListResourceDefinition<'listQuizAnswers'> = {
     ]);
   },
   keys: (db, filter) => answersInScope(db, filter).select('ans.id'),
-  selectByKeys(db, filter, keys) {
-    return rowsWithKeys(this.select(db, filter), sql.ref('ans.id'), keys);
-  },
+  pageKey: 'ans.id',
 };

@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { parisDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { byKeyInOrganisation, rowsWithKeys, scopeCondition } from './scope';
+import { byKeyInOrganisation, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type SatisfactionRow = components['schemas']['SatisfactionRow'];
@@ -56,7 +56,5 @@ export const satisfactionResource: ListResourceDefinition<'listSatisfaction'> = 
       ]);
   },
   keys: (db, filter) => surveysInScope(db, filter).select('s.id'),
-  selectByKeys(db, filter, keys) {
-    return rowsWithKeys(this.select(db, filter), sql.ref('s.id'), keys);
-  },
+  pageKey: 's.id',
 };

@@ -4,7 +4,7 @@ import type { DB } from '../connection';
 import { parisDate } from '../render';
 import { type ListResourceDefinition, type ResourceFilter, typedColumns } from './definition';
 import { naturalTimestampFilter } from './natural-date';
-import { byKeyInOrganisation, rowsWithKeys, scopeCondition } from './scope';
+import { byKeyInOrganisation, scopeCondition } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type TutoringRatingRow = components['schemas']['TutoringRatingRow'];
@@ -72,7 +72,5 @@ export const tutoringRatingsResource: ListResourceDefinition<'listTutoringRating
       ]);
   },
   keys: (db, filter) => tutoringRatingsInScope(db, filter).select('tr.id'),
-  selectByKeys(db, filter, keys) {
-    return rowsWithKeys(this.select(db, filter), sql.ref('tr.id'), keys);
-  },
+  pageKey: 'tr.id',
 };

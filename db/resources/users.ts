@@ -2,7 +2,6 @@ import { sql } from 'kysely';
 import type { components } from '../../codegen/openapi';
 import { parisDate, parisDay } from '../render';
 import { type ListResourceDefinition, typedColumns } from './definition';
-import { rowsWithKeys } from './scope';
 
 /** A row as the contract defines it (generated from openapi.yaml): columns are checked against it. */
 export type UserRow = components['schemas']['UserRow'];
@@ -63,7 +62,5 @@ export const usersResource: ListResourceDefinition<'listUsers'> = {
     return query.orderBy(parisDay(membershipDate)).orderBy('m.email');
   },
   // A deep page takes its learners' licences for its own rows only, not for those it skips.
-  selectByKeys(db, filter, keys) {
-    return rowsWithKeys(this.select(db, filter), sql.ref('m.id'), keys);
-  },
+  pageKey: 'm.id',
 };

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { sessionOptions } from '../../db/connection';
 import { currentParisYear } from '../../db/paris-time';
 import type { ResourceDefinition, ResourceFilter } from '../../db/resources/definition';
-import { allowedWindow, countQuery, keysOfRows, pageKeysQuery } from '../../db/resources/list';
+import { allowedWindow, countQuery, pageRowsQuery } from '../../db/resources/list';
 import { seedOrganisation } from '../../src/local/seed/generate';
 import { createOrgWithKeys } from '../support/factories';
 import { listResource } from '../support/list-resources';
@@ -106,14 +106,15 @@ function getPage(url: string): Promise<Buffer> {
 /** What the list handler runs for a JSON page: the count, and in parallel the page (its keys first, when it reads them). */
 function pageSqlAlone(definition: ResourceDefinition, offset: number): () => Promise<unknown> {
   const window = allowedWindow(1000, offset, cap)!;
-  const keys = pageKeysQuery(database.db, definition, filter, window)?.compile();
-  const rows = definition.selectWindow
-    ? definition.selectWindow(database.db, filter, window)
-    : definition.select(database.db, filter).limit(window.limit).offset(window.offset);
   const page = async () => {
-    if (!keys) return run(direct[0]!, rows.compile());
-    const found = await run(direct[0]!, keys);
-    return run(direct[0]!, definition.selectByKeys!(database.db, filter, keysOfRows(found.rows)).compile());
+    const rows = await pageRowsQuery(
+      database.db,
+      definition,
+      filter,
+      window,
+      async (keysQuery) => (await run(direct[0]!, keysQuery.compile())).rows,
+    );
+    return run(direct[0]!, rows.compile());
   };
   const count = definition.count
     ? () => definition.count!(database.db, filter)
