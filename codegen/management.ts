@@ -343,7 +343,8 @@ export interface paths {
         /**
          * Renvoyer une livraison
          * @description Renvoie une livraison livrée ou abandonnée : même identifiant, même corps, un nouveau cycle de
-         *     tentatives. Une livraison encore en attente répond 409.
+         *     tentatives. Une livraison encore en attente répond 409. Sur un point de réception désactivé,
+         *     elle attend sa réactivation (`next_attempt_at` vaut alors `null`).
          */
         post: operations["replayWebhookDelivery"];
         delete?: never;
@@ -486,7 +487,7 @@ export interface components {
             retry_after?: number;
         };
         /** @description Le code stable de l'erreur. */
-        ErrorCode: "invalid_parameter" | "invalid_body" | "credentials_missing" | "management_token_invalid" | "session_expired" | "csrf_rejected" | "session_read_only" | "platform_only" | "session_only" | "unknown_organisation" | "unknown_api_key" | "unknown_webhook_endpoint" | "unknown_webhook_delivery" | "webhook_url_refused" | "endpoint_limit_reached" | "delivery_pending" | "endpoint_disabled" | "route_not_found" | "method_not_allowed" | "rate_limited" | "internal" | "service_unavailable" | "server_busy";
+        ErrorCode: "invalid_parameter" | "invalid_body" | "bad_request" | "invalid_url" | "invalid_json" | "body_missing" | "unsupported_media_type" | "body_too_large" | "uri_too_long" | "headers_too_large" | "request_timeout" | "credentials_missing" | "management_token_invalid" | "session_expired" | "csrf_rejected" | "session_read_only" | "platform_only" | "session_only" | "unknown_organisation" | "unknown_api_key" | "unknown_webhook_endpoint" | "unknown_webhook_delivery" | "webhook_url_refused" | "endpoint_limit_reached" | "delivery_pending" | "endpoint_disabled" | "route_not_found" | "method_not_allowed" | "rate_limited" | "internal" | "service_unavailable" | "server_busy";
         /**
          * @example {
          *       "organisation": {
@@ -1107,7 +1108,10 @@ export interface components {
         };
     };
     responses: {
-        /** @description Un paramètre ou le corps de la requête est invalide ; `param` le nomme. */
+        /**
+         * @description Un paramètre ou le corps de la requête est invalide (`param` le nomme), ou la requête HTTP
+         *     elle-même est mal formée.
+         */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -1432,6 +1436,7 @@ export interface operations {
                     "application/json": components["schemas"]["RevokedApiKey"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -1530,6 +1535,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -1597,6 +1603,7 @@ export interface operations {
                     "application/json": components["schemas"]["EnabledWebhookEndpoint"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -1628,6 +1635,7 @@ export interface operations {
                     "application/json": components["schemas"]["RotatedWebhookSecret"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -1659,6 +1667,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -1807,6 +1816,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { type DB, type PreparedStatement, runPrepared } from './connection';
+import { afterPosition, type ListPosition, positionOf } from './list-position';
 import { type CountedRequests, type CountedRow, countedRequests, takeFromBucket } from './rate-limit';
 import { parisDayEnd } from './render';
 import type { ApiScope } from './tables';
@@ -105,15 +106,11 @@ export type ApiKeyState = 'active' | 'expired' | 'revoked';
  * to the microsecond, as `position` gives it, and its id): `limit` of them, and one more when
  * there are more.
  */
-export async function listApiKeysPage(
-  db: DB,
-  orgId: string,
-  options: { state?: ApiKeyState; after: { at: string; id: string } | null; limit: number },
-) {
+export async function listApiKeysPage(db: DB, orgId: string, options: { state?: ApiKeyState; after: ListPosition | null; limit: number }) {
   let query = db
     .selectFrom('api_keys')
     .select(keyColumns)
-    .select(sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('position'))
+    .select(positionOf(sql.ref('created_at')).as('position'))
     .where('org_id', '=', orgId);
   if (options.state === 'revoked') query = query.where('revoked_at', 'is not', null);
   if (options.state === 'expired') query = query.where('revoked_at', 'is', null).where('expires_at', '<=', sql<Date>`now()`);
@@ -121,7 +118,7 @@ export async function listApiKeysPage(
     query = query
       .where('revoked_at', 'is', null)
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]));
-  if (options.after) query = query.where(sql<boolean>`(created_at, id) < (${options.after.at}::timestamptz, ${options.after.id}::uuid)`);
+  if (options.after) query = query.where(afterPosition(sql.ref('created_at'), sql.ref('id'), options.after));
   return query
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')

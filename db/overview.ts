@@ -3,12 +3,13 @@ import type { DB } from './connection';
 import { getSummary } from './summary';
 
 /**
- * What the "Vue d'ensemble" of an organisation shows: its learners and licences counted as
+ * What the "Vue d'ensemble" of an organisation shows: its name, its learners and licences counted as
  * `GET /v1/summary` counts them (the same function), its keys and endpoints by state, and its
  * events of the last 30 days by type, samples left out. Every count reads the organisation's range.
  */
 export async function organisationOverview(db: DB, orgId: string) {
-  const [summary, keys, endpoints, events] = await Promise.all([
+  const [organisation, summary, keys, endpoints, events] = await Promise.all([
+    db.selectFrom('organisations').select(['id', 'name']).where('id', '=', orgId).executeTakeFirstOrThrow(),
     getSummary(db, orgId, null),
     db
       .selectFrom('api_keys')
@@ -38,5 +39,5 @@ export async function organisationOverview(db: DB, orgId: string) {
       .orderBy('type')
       .execute(),
   ]);
-  return { summary, keys, endpoints, events };
+  return { organisation, summary, keys, endpoints, events };
 }

@@ -141,6 +141,19 @@ export async function findSessionAndCountRequest(
   };
 }
 
+/** Ends the live session a cookie's value names, replaced by a newer link's; its id and organisation, or null when none was live. */
+export async function endSessionReplaced(db: DB, tokenHash: Buffer): Promise<{ id: string; org_id: string } | null> {
+  return (
+    (await db
+      .updateTable('portal_sessions')
+      .set({ ended_at: sql<Date>`now()` as never, end_reason: 'replaced' })
+      .where('token_hash', '=', tokenHash)
+      .where('ended_at', 'is', null)
+      .returning(['id', 'org_id'])
+      .executeTakeFirst()) ?? null
+  );
+}
+
 /** Ends a live session (a logout, or a session replaced by a newer link's); false when it was not live. */
 export async function endPortalSession(db: DB, sessionId: string, reason: 'logout' | 'replaced'): Promise<boolean> {
   const ended = await db

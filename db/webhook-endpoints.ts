@@ -1,12 +1,14 @@
 import { sql } from 'kysely';
 import type { DB } from './connection';
+import { afterPosition, type ListPosition, positionOf } from './list-position';
 import type { DeliveryStatus } from './tables/webhooks';
 import { type EventData, type EventType, queueAttempts, recordEventForEndpoint } from './webhooks';
 
 /*
  * An organisation's webhook endpoints and their delivery log, as the management API and the
  * operator's commands change and read them (the actions in src/webhook-endpoints.ts). Every
- * statement is scoped to the organisation: an endpoint or a delivery of another one is not found.
+ * statement takes the organisation and is scoped to it: an endpoint or a delivery of another one
+ * is not found. Only the `…ForOperator` lookups find one by its id alone, for the operator's commands.
  * The functions that change several rows take the caller's transaction, which also writes the audit.
  */
 
@@ -41,10 +43,11 @@ export type EndpointRecord = Awaited<ReturnType<typeof createEndpoint>>;
 
 /**
  * The organisation's endpoints, counted with its row locked: creations in parallel each wait for
- * the previous one's commit, so that none goes past the limit.
+ * the previous one's commit, so that none goes past the limit. The lock leaves the organisation's
+ * other rows free to be inserted (their foreign keys take a weaker one).
  */
 export async function countEndpointsLocked(trx: DB, orgId: string): Promise<number> {
-  await trx.selectFrom('organisations').select('id').where('id', '=', orgId).forUpdate().execute();
+  await trx.selectFrom('organisations').select('id').where('id', '=', orgId).forNoKeyUpdate().execute();
   const { n } = await trx
     .selectFrom('webhook_endpoints')
     .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -64,19 +67,13 @@ export async function listEndpoints(db: DB, orgId: string) {
     .execute();
 }
 
-/** A position in a list that goes newest first: the last row's creation instant and id. */
-export interface ListPosition {
-  at: string;
-  id: string;
-}
-
 /** A page of the organisation's endpoints, newest first, after `after`: `limit` and one more when there are more. */
 export async function listEndpointsPage(db: DB, orgId: string, after: ListPosition | null, limit: number) {
   let query = db
     .selectFrom('webhook_endpoints')
-    .select([...endpointListing, sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('position')])
+    .select([...endpointListing, positionOf(sql.ref('created_at')).as('position')])
     .where('org_id', '=', orgId);
-  if (after) query = query.where(sql<boolean>`(created_at, id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
+  if (after) query = query.where(afterPosition(sql.ref('created_at'), sql.ref('id'), after));
   return query
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
@@ -84,11 +81,21 @@ export async function listEndpointsPage(db: DB, orgId: string, after: ListPositi
     .execute();
 }
 
-/** An endpoint, within its organisation when one is given (the operator's commands give none). */
-export async function findEndpoint(db: DB, id: string, orgId?: string) {
-  let query = db.selectFrom('webhook_endpoints').select(endpointListing).where('id', '=', id);
-  if (orgId !== undefined) query = query.where('org_id', '=', orgId);
-  return (await query.executeTakeFirst()) ?? null;
+/** An endpoint of the organisation; null when it has no such endpoint. */
+export async function findEndpoint(db: DB, orgId: string, id: string) {
+  return (
+    (await db
+      .selectFrom('webhook_endpoints')
+      .select(endpointListing)
+      .where('id', '=', id)
+      .where('org_id', '=', orgId)
+      .executeTakeFirst()) ?? null
+  );
+}
+
+/** An endpoint by its id alone, whatever its organisation: for the operator's commands, who name endpoints so. */
+export async function findEndpointForOperator(db: DB, id: string) {
+  return (await db.selectFrom('webhook_endpoints').select(endpointListing).where('id', '=', id).executeTakeFirst()) ?? null;
 }
 
 /** A new address or new event types; null when the organisation has no such endpoint. */
@@ -189,7 +196,7 @@ export async function rotateEndpointSecret(db: DB, orgId: string, id: string, ne
  * endpoint.
  */
 export async function sendToEndpoint<T extends EventType>(trx: DB, orgId: string, endpointId: string, type: T, data: EventData<T>) {
-  const endpoint = await findEndpoint(trx, endpointId, orgId);
+  const endpoint = await findEndpoint(trx, orgId, endpointId);
   if (!endpoint) return null;
   const queued = await recordEventForEndpoint(trx, { orgId, type, data }, endpointId);
   return { ...queued, endpoint };
@@ -233,12 +240,13 @@ export async function replayDelivery(trx: DB, orgId: string, deliveryId: string)
  * Every dead delivery of the endpoint created since `since`, sent again as a replay is, in the
  * caller's transaction. Returns how many.
  */
-export async function recoverDeadDeliveries(trx: DB, endpointId: string, since: Date): Promise<number> {
+export async function recoverDeadDeliveries(trx: DB, orgId: string, endpointId: string, since: Date): Promise<number> {
   const { rows } = await sql<{ deliveryId: string; jobId: string }>`
     update webhook_deliveries
     set status = 'pending', attempt_count = 0, next_attempt_at = now(), job_id = gen_random_uuid(),
       delivered_at = null, dead_at = null, replay_count = replay_count + 1
-    where endpoint_id = ${endpointId} and status = 'dead' and created_at >= ${since}
+    where endpoint_id = (select id from webhook_endpoints where id = ${endpointId} and org_id = ${orgId})
+      and status = 'dead' and created_at >= ${since}
     returning id as "deliveryId", job_id as "jobId"`.execute(trx);
   await queueAttempts(trx, rows);
   return rows.length;
@@ -268,11 +276,11 @@ export async function listDeliveriesPage(db: DB, orgId: string, filters: Deliver
   if (filters.eventType) conditions.push(sql`d.event_type = ${filters.eventType}`);
   if (filters.since) conditions.push(sql`d.created_at >= ${filters.since}`);
   if (filters.until) conditions.push(sql`d.created_at < ${filters.until}`);
-  if (after) conditions.push(sql`(d.created_at, d.id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
+  if (after) conditions.push(afterPosition(sql.ref('d.created_at'), sql.ref('d.id'), after));
   const { rows: deliveries } = await sql<DeliveryRow>`
     select d.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.attempt_count, d.replay_count, d.job_id, d.body,
       d.next_attempt_at, d.created_at, d.delivered_at, d.dead_at,
-      to_char(d.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as position
+      ${positionOf(sql.ref('d.created_at'))} as position, e.enabled as endpoint_enabled
     from webhook_endpoints e
     cross join lateral (
       select * from webhook_deliveries d where ${sql.join(conditions, sql` and `)}
@@ -313,6 +321,8 @@ interface DeliveryRow {
   job_id: string | null;
   /** The JSON body sent, byte for byte. */
   body: string;
+  /** Whether its endpoint is enabled: a disabled one's deliveries wait for it. */
+  endpoint_enabled: boolean;
   next_attempt_at: Date;
   created_at: Date;
   delivered_at: Date | null;
@@ -331,13 +341,14 @@ interface AttemptRow {
 
 export type LoggedDelivery = Awaited<ReturnType<typeof listDeliveriesPage>>[number];
 
-/** A delivery, within its organisation when one is given (the operator's commands give none). */
-export async function findDelivery(db: DB, deliveryId: string, orgId?: string) {
-  let query = db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .select(['d.id', 'd.endpoint_id', 'd.status', 'e.org_id'])
-    .where('d.id', '=', deliveryId);
-  if (orgId !== undefined) query = query.where('e.org_id', '=', orgId);
-  return (await query.executeTakeFirst()) ?? null;
+/** A delivery by its id alone, with its organisation: for the operator's commands, who name deliveries so. */
+export async function findDeliveryForOperator(db: DB, deliveryId: string) {
+  return (
+    (await db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+      .select(['d.id', 'd.endpoint_id', 'd.status', 'e.org_id'])
+      .where('d.id', '=', deliveryId)
+      .executeTakeFirst()) ?? null
+  );
 }

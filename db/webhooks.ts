@@ -364,6 +364,10 @@ export async function recordAttempts(
   const failed = attempts.filter((a) => !a.outcome.succeeded).map((a) => a.delivery);
   if (attempts.length === 0) return { succeeded: 0, failed: 0, dead: 0 };
   const dead = await db.transaction().execute(async (trx) => {
+    // The endpoints first, as deleting one locks it before its deliveries: an endpoint deleted
+    // meanwhile waits for this transaction, or is gone with its deliveries before it reads them.
+    await sql`select 1 from webhook_endpoints where id = any(${[...new Set(attempts.map((a) => a.delivery.endpoint_id))]}::uuid[])
+      order by id for key share`.execute(trx);
     await logAttemptsAndSuccesses(trx, attempts, succeeded);
     const madeDead = failed.length > 0 ? await queueRetries(trx, failed, policy) : 0;
     await endJobs(
@@ -409,8 +413,7 @@ async function logAttemptsAndSuccesses(
       ${outcomes.map((o) => o.error)}::text[], ${outcomes.map((o) => o.responseExcerpt)}::text[])
       as a(delivery_id, attempted_at, duration_ms, status_code, succeeded, error, response_excerpt)
     -- A delivery deleted with its endpoint while its attempt was in flight logs nothing.
-    join webhook_deliveries d on d.id = a.delivery_id
-    for key share of d`.execute(db);
+    join webhook_deliveries d on d.id = a.delivery_id`.execute(db);
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { operations } from '../codegen/management';
+import type { ListPosition } from '../db/list-position';
 import { ApiError } from '../src/http/errors';
 
 /* What the management API's handlers share: each operation's request types, and the lists' cursor. */
@@ -14,7 +15,7 @@ export type RequestOf<Id extends keyof operations> = FastifyRequest<{ Querystrin
 export const defaultLimit = 50;
 
 /** A list's position, opaque to callers: the last row's creation instant (to the microsecond) and id. */
-export function encodeCursor(position: { at: string; id: string }): string {
+export function encodeCursor(position: ListPosition): string {
   return Buffer.from(JSON.stringify([position.at, position.id])).toString('base64url');
 }
 
@@ -25,7 +26,7 @@ const rowIds = {
   identity: /^\d{1,18}$/,
 };
 
-export function decodeCursor(cursor: string | undefined, idKind: keyof typeof rowIds = 'uuid'): { at: string; id: string } | null {
+export function decodeCursor(cursor: string | undefined, idKind: keyof typeof rowIds = 'uuid'): ListPosition | null {
   if (cursor === undefined) return null;
   try {
     const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
@@ -36,6 +37,14 @@ export function decodeCursor(cursor: string | undefined, idKind: keyof typeof ro
   throw new ApiError('invalid_parameter', 'Le paramètre « cursor » n’est pas un curseur valide : reprenez celui de next_cursor.', {
     param: 'cursor',
   });
+}
+
+/** A list's `since` and `until` (date-times the document has checked), refused when they leave no time between them. */
+export function timeWindow(since: string | undefined, until: string | undefined): { since?: Date; until?: Date } {
+  const window = { since: since === undefined ? undefined : new Date(since), until: until === undefined ? undefined : new Date(until) };
+  if (window.since && window.until && window.since >= window.until)
+    throw new ApiError('invalid_parameter', 'Le paramètre « until » doit être postérieur à « since ».', { param: 'until' });
+  return window;
 }
 
 /** A page of a list read with one row more than its limit: the rows shown, whether there are more, and the cursor to them. */

@@ -20,7 +20,7 @@ import {
   sendWebhookPing,
 } from '../src/webhook-endpoints';
 import { WebhookAddressError } from '../src/webhooks/address-guard';
-import { cursorPage, decodeCursor, defaultLimit, type RequestOf } from './management-common';
+import { cursorPage, decodeCursor, defaultLimit, type RequestOf, timeWindow } from './management-common';
 
 type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 type WebhookDelivery = components['schemas']['WebhookDelivery'];
@@ -51,7 +51,11 @@ export function deliveryView(delivery: LoggedDelivery): WebhookDelivery {
     event_id: delivery.event_id,
     event_type: delivery.event_type as WebhookDelivery['event_type'],
     status: delivery.status,
-    next_attempt_at: delivery.status === 'pending' && delivery.job_id !== null ? delivery.next_attempt_at.toISOString() : null,
+    // None is planned while the endpoint is disabled: its deliveries wait for it.
+    next_attempt_at:
+      delivery.status === 'pending' && delivery.job_id !== null && delivery.endpoint_enabled
+        ? delivery.next_attempt_at.toISOString()
+        : null,
     created_at: delivery.created_at.toISOString(),
     delivered_at: delivery.delivered_at?.toISOString() ?? null,
     dead_at: delivery.dead_at?.toISOString() ?? null,
@@ -69,6 +73,9 @@ export function deliveryView(delivery: LoggedDelivery): WebhookDelivery {
   };
 }
 
+/** How far back a recovery reaches, as management.yaml says. */
+const recoveryDays = 30;
+
 function unknownEndpoint(): never {
   throw new ApiError('unknown_webhook_endpoint');
 }
@@ -78,11 +85,6 @@ function refusedAddress(error: unknown): never {
   if (error instanceof WebhookAddressError)
     throw new ApiError('webhook_url_refused', `Adresse refusée : ${error.message}.`, { param: 'url' });
   throw error;
-}
-
-/** An instant of a query parameter, already checked as a date-time by the document. */
-function instantParameter(value: string | undefined): Date | undefined {
-  return value === undefined ? undefined : new Date(value);
 }
 
 export function createWebhookHandlers(context: { db: DB; config: Config }) {
@@ -166,12 +168,15 @@ export function createWebhookHandlers(context: { db: DB; config: Config }) {
 
     async recoverWebhookDeliveries(request: RequestOf<'recoverWebhookDeliveries'>, reply: FastifyReply) {
       const { org_id, endpoint_id } = request.params;
-      const recovered = await recoverWebhookDeliveries(db, org_id, endpoint_id, new Date(request.body.since), request.actor).catch(
-        (error: unknown) => {
-          if (error instanceof EndpointDisabled) throw new ApiError('endpoint_disabled');
-          throw error;
-        },
-      );
+      const since = new Date(request.body.since);
+      if (Date.now() - since.getTime() > recoveryDays * 86_400_000)
+        throw new ApiError('invalid_body', `Corps de la requête invalide : « since » remonte à ${recoveryDays} jours au plus.`, {
+          param: 'since',
+        });
+      const recovered = await recoverWebhookDeliveries(db, org_id, endpoint_id, since, request.actor).catch((error: unknown) => {
+        if (error instanceof EndpointDisabled) throw new ApiError('endpoint_disabled');
+        throw error;
+      });
       return recovered === null ? unknownEndpoint() : reply.code(202).send(recovered);
     },
 
@@ -179,15 +184,12 @@ export function createWebhookHandlers(context: { db: DB; config: Config }) {
       const { org_id } = request.params;
       const { endpoint_id, status, event_type, since, until, cursor } = request.query;
       const limit = request.query.limit ?? defaultLimit;
-      const sinceInstant = instantParameter(since);
-      const untilInstant = instantParameter(until);
-      if (sinceInstant && untilInstant && sinceInstant >= untilInstant)
-        throw new ApiError('invalid_parameter', 'Le paramètre « until » doit être postérieur à « since ».', { param: 'until' });
-      if (endpoint_id !== undefined && !(await findEndpoint(db, endpoint_id, org_id))) unknownEndpoint();
+      const window = timeWindow(since, until);
+      if (endpoint_id !== undefined && !(await findEndpoint(db, org_id, endpoint_id))) unknownEndpoint();
       const rows = await listDeliveriesPage(
         db,
         org_id,
-        { endpointId: endpoint_id, status, eventType: event_type, since: sinceInstant, until: untilInstant },
+        { endpointId: endpoint_id, status, eventType: event_type, ...window },
         decodeCursor(cursor),
         limit,
       );

@@ -10,9 +10,9 @@ import { findPortalSession } from '../db/portal';
 import { ExpiryInThePast, issueApiKey, keyState, lastValidDay, revokeOrganisationKey } from '../src/api-keys';
 import type { Config } from '../src/config';
 import { ApiError } from '../src/http/errors';
-import { csrfTokenOf, sessionCookieName } from '../src/http/management';
+import { csrfTokenOf, sessionCookieName, sessionCookieOptions } from '../src/http/management';
 import { issuePortalLink, logOutPortalSession, revokeOrganisationSessions } from '../src/portal';
-import { cursorPage, decodeCursor, defaultLimit, type RequestOf } from './management-common';
+import { cursorPage, decodeCursor, defaultLimit, type RequestOf, timeWindow } from './management-common';
 import { createWebhookHandlers } from './management-webhooks';
 
 /*
@@ -76,7 +76,10 @@ export function createManagementHandlers(context: { db: DB; config: Config }) {
     async endPortalSession(request: RequestOf<'endPortalSession'>, reply: FastifyReply) {
       const session = request.portalSession!;
       await logOutPortalSession(db, session, request.actor);
-      return reply.clearCookie(sessionCookieName(request), { path: '/' }).code(204).send();
+      return reply
+        .clearCookie(sessionCookieName(request, config.publicBaseUrl), sessionCookieOptions(request, config.publicBaseUrl))
+        .code(204)
+        .send();
     },
 
     async revokePortalSessions(request: RequestOf<'revokePortalSessions'>) {
@@ -86,17 +89,14 @@ export function createManagementHandlers(context: { db: DB; config: Config }) {
 
     async getOrganisationOverview(request: RequestOf<'getOrganisationOverview'>) {
       const orgId = request.params.org_id;
-      const [overview, organisation] = await Promise.all([
-        organisationOverview(db, orgId),
-        db.selectFrom('organisations').select(['id', 'name']).where('id', '=', orgId).executeTakeFirstOrThrow(),
-      ]);
+      const overview = await organisationOverview(db, orgId);
       const licences = (counts: { total: number; disponibles: number; utilisees: number }) => ({
         total: counts.total,
         available: counts.disponibles,
         used: counts.utilisees,
       });
       return {
-        organisation,
+        organisation: overview.organisation,
         learners: { total: overview.summary.utilisateurs.total, active: overview.summary.utilisateurs.actifs },
         licences: { standard: licences(overview.summary.licences.standard), tutorat: licences(overview.summary.licences.tutorat) },
         api_keys: overview.keys,
@@ -131,12 +131,7 @@ export function createManagementHandlers(context: { db: DB; config: Config }) {
       const rows = await listAuditEvents(
         db,
         request.params.org_id,
-        {
-          action,
-          outcome,
-          since: since === undefined ? undefined : new Date(since),
-          until: until === undefined ? undefined : new Date(until),
-        },
+        { action, outcome, ...timeWindow(since, until) },
         after?.id ?? null,
         limit,
       );

@@ -1,7 +1,7 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { DB } from '../db/connection';
 import { findOrganisation } from '../db/organisations';
-import type { Actor } from '../src/api-keys';
+import type { Actor } from '../src/audit';
 import type { Config } from '../src/config';
 
 /** The operator, as the audit log records changes made from the shell. */

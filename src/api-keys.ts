@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { type ApiKeyRecord, createApiKey, revokeApiKey } from '../db/api-keys';
-import { recordAuditEvent } from '../db/audit';
 import type { DB } from '../db/connection';
 import { formatParisDate } from '../db/paris-time';
-import type { ActorKind, ApiScope } from '../db/tables';
+import type { ApiScope } from '../db/tables';
+import { type Actor, auditedChange, recordChange } from './audit';
 
 export const apiKeyPrefix = 'sk_live_';
 
@@ -47,15 +47,6 @@ export class ExpiryInThePast extends Error {
   }
 }
 
-/** Who asks for a change, as the audit log records them. */
-export interface Actor {
-  kind: ActorKind;
-  email: string | null;
-  sessionId: string | null;
-  requestId?: string | null;
-  clientAddress?: string | null;
-}
-
 /**
  * Creates a key for an organisation and records it in the audit log, in one transaction: the one
  * implementation behind the management API and the operator's command. Returns the whole key,
@@ -78,15 +69,11 @@ export async function issueApiKey(
       scopes: request.scopes,
       expiresAt: request.expiresOn,
     });
-    await recordAuditEvent(trx, {
+    await recordChange(trx, actor, {
       orgId: request.orgId,
-      actor,
       action: 'createApiKey',
       target: { kind: 'api_key', id: created.id },
-      outcome: 'succeeded',
       details: { label: request.label, scopes: request.scopes, expires_on: request.expiresOn },
-      requestId: actor.requestId ?? null,
-      clientAddress: actor.clientAddress ?? null,
     });
     return created;
   });
@@ -98,19 +85,11 @@ export async function issueApiKey(
  * organisation has no such key. Revoking twice keeps the first date (`revokedNow` false).
  */
 export async function revokeOrganisationKey(db: DB, orgId: string, keyId: string, actor: Actor) {
-  return db.transaction().execute(async (trx) => {
-    const revoked = await revokeApiKey(trx, keyId, orgId);
-    if (revoked === null) return null;
-    await recordAuditEvent(trx, {
-      orgId,
-      actor,
-      action: 'revokeApiKey',
-      target: { kind: 'api_key', id: keyId },
-      outcome: 'succeeded',
-      details: { label: revoked.key.label, already_revoked: !revoked.revokedNow },
-      requestId: actor.requestId ?? null,
-      clientAddress: actor.clientAddress ?? null,
-    });
-    return revoked;
-  });
+  return auditedChange(
+    db,
+    actor,
+    { orgId, action: 'revokeApiKey', target: { kind: 'api_key', id: keyId } },
+    (trx) => revokeApiKey(trx, keyId, orgId),
+    (revoked) => ({ label: revoked.key.label, already_revoked: !revoked.revokedNow }),
+  );
 }

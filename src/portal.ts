@@ -1,8 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { recordAuditEvent } from '../db/audit';
 import type { DB } from '../db/connection';
-import { createPortalLink, endPortalSession, revokePortalSessions } from '../db/portal';
-import type { Actor } from './api-keys';
+import { createPortalLink, endPortalSession, endSessionReplaced, revokePortalSessions } from '../db/portal';
+import { type Actor, auditedChange, recordChange } from './audit';
 
 /*
  * The links that open the page « API et intégrations » for one administrator of one organisation.
@@ -49,15 +48,11 @@ export async function issuePortalLink(
       sessionLifetimeSeconds: request.sessionLifetimeSeconds,
       createdBy: actor.kind === 'operator' ? 'operator' : 'platform',
     });
-    await recordAuditEvent(trx, {
+    await recordChange(trx, actor, {
       orgId: request.orgId,
-      actor,
       action: 'createPortalLink',
       target: { kind: 'portal_link', id: created.id },
-      outcome: 'succeeded',
       details: { actor_email: actorEmail, read_only: request.readOnly, session_lifetime_seconds: request.sessionLifetimeSeconds },
-      requestId: actor.requestId ?? null,
-      clientAddress: actor.clientAddress ?? null,
     });
     return created;
   });
@@ -68,20 +63,13 @@ export async function issuePortalLink(
 
 /** The administrator logs out: the session ends, recorded in the audit log. False when it had already ended. */
 export async function logOutPortalSession(db: DB, session: { id: string; orgId: string }, actor: Actor): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    const ended = await endPortalSession(trx, session.id, 'logout');
-    if (ended)
-      await recordAuditEvent(trx, {
-        orgId: session.orgId,
-        actor,
-        action: 'endPortalSession',
-        target: { kind: 'portal_session', id: session.id },
-        outcome: 'succeeded',
-        requestId: actor.requestId ?? null,
-        clientAddress: actor.clientAddress ?? null,
-      });
-    return ended;
-  });
+  const ended = await auditedChange(
+    db,
+    actor,
+    { orgId: session.orgId, action: 'endPortalSession', target: { kind: 'portal_session', id: session.id } },
+    async (trx) => ((await endPortalSession(trx, session.id, 'logout')) ? true : null),
+  );
+  return ended === true;
 }
 
 /**
@@ -90,18 +78,29 @@ export async function logOutPortalSession(db: DB, session: { id: string; orgId: 
  */
 export async function revokeOrganisationSessions(db: DB, orgId: string, actorEmail: string | null, actor: Actor): Promise<number> {
   const email = actorEmail === null ? null : actorEmail.trim().toLowerCase();
-  return db.transaction().execute(async (trx) => {
-    const revoked = await revokePortalSessions(trx, orgId, email);
-    await recordAuditEvent(trx, {
-      orgId,
-      actor,
-      action: 'revokePortalSessions',
-      target: null,
-      outcome: 'succeeded',
-      details: { actor_email: email, revoked },
-      requestId: actor.requestId ?? null,
-      clientAddress: actor.clientAddress ?? null,
-    });
-    return revoked;
+  const revoked = await auditedChange(
+    db,
+    actor,
+    { orgId, action: 'revokePortalSessions', target: null },
+    (trx) => revokePortalSessions(trx, orgId, email),
+    (count) => ({ actor_email: email, revoked: count }),
+  );
+  return revoked ?? 0;
+}
+
+/**
+ * The session a browser held before it opened a new link ends, replaced, recorded in its own
+ * organisation's audit log: one browser holds one session.
+ */
+export async function replacePreviousSession(db: DB, previousToken: string, actor: Actor): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const replaced = await endSessionReplaced(trx, hashSecretToken(previousToken));
+    if (replaced)
+      await recordChange(trx, actor, {
+        orgId: replaced.org_id,
+        action: 'endPortalSession',
+        target: { kind: 'portal_session', id: replaced.id },
+        details: { reason: 'replaced' },
+      });
   });
 }

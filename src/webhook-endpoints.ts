@@ -1,6 +1,4 @@
-import { recordAuditEvent } from '../db/audit';
 import type { DB } from '../db/connection';
-import type { AuditTargetKind } from '../db/tables';
 import {
   countEndpointsLocked,
   createEndpoint,
@@ -17,7 +15,7 @@ import {
   updateEndpoint,
 } from '../db/webhook-endpoints';
 import type { EventData, EventType } from '../db/webhooks';
-import type { Actor } from './api-keys';
+import { type Actor, auditedChange, recordChange } from './audit';
 import { loadOpenapiDocument, webhookExampleData } from './openapi-document';
 import { checkWebhookUrl } from './webhooks/address-guard';
 import { generateWebhookSecret } from './webhooks/signature';
@@ -44,33 +42,6 @@ export interface AddressPolicy {
 }
 
 /**
- * Runs a change in a transaction and, when it found what it changes, writes its audit line there:
- * both commit or neither does.
- */
-async function audited<Result>(
-  db: DB,
-  audit: { orgId: string; actor: Actor; action: string; targetKind: AuditTargetKind; targetId: string },
-  change: (trx: DB) => Promise<Result | null>,
-  details: (result: Result) => Record<string, unknown> = () => ({}),
-): Promise<Result | null> {
-  return db.transaction().execute(async (trx) => {
-    const result = await change(trx);
-    if (result === null) return null;
-    await recordAuditEvent(trx, {
-      orgId: audit.orgId,
-      actor: audit.actor,
-      action: audit.action,
-      target: { kind: audit.targetKind, id: audit.targetId },
-      outcome: 'succeeded',
-      details: details(result),
-      requestId: audit.actor.requestId ?? null,
-      clientAddress: audit.actor.clientAddress ?? null,
-    });
-    return result;
-  });
-}
-
-/**
  * Registers an endpoint: its address checked (https, public; WebhookAddressError otherwise), at
  * most `endpointLimit` per organisation (EndpointLimitReached). Returns its secret, which nothing
  * else ever shows again.
@@ -86,15 +57,11 @@ export async function registerWebhookEndpoint(
   return db.transaction().execute(async (trx) => {
     if ((await countEndpointsLocked(trx, request.orgId)) >= endpointLimit) throw new EndpointLimitReached();
     const endpoint = await createEndpoint(trx, { orgId: request.orgId, url: url.href, secret, eventTypes: request.eventTypes });
-    await recordAuditEvent(trx, {
+    await recordChange(trx, actor, {
       orgId: request.orgId,
-      actor,
       action: 'createWebhookEndpoint',
       target: { kind: 'webhook_endpoint', id: endpoint.id },
-      outcome: 'succeeded',
       details: { url: endpoint.url, event_types: endpoint.event_types },
-      requestId: actor.requestId ?? null,
-      clientAddress: actor.clientAddress ?? null,
     });
     return { endpoint, secret };
   });
@@ -110,9 +77,10 @@ export async function changeWebhookEndpoint(
   policy: AddressPolicy,
 ) {
   const url = change.url === undefined ? undefined : (await checkWebhookUrl(change.url, policy)).href;
-  return audited(
+  return auditedChange(
     db,
-    { orgId, actor, action: 'updateWebhookEndpoint', targetKind: 'webhook_endpoint', targetId: endpointId },
+    actor,
+    { orgId, action: 'updateWebhookEndpoint', target: { kind: 'webhook_endpoint', id: endpointId } },
     (trx) => updateEndpoint(trx, orgId, endpointId, { url, eventTypes: change.eventTypes }),
     (endpoint) => ({ url: endpoint.url, event_types: endpoint.event_types }),
   );
@@ -120,9 +88,10 @@ export async function changeWebhookEndpoint(
 
 /** Deletes an endpoint with its delivery log; the audit line keeps its address. */
 export async function removeWebhookEndpoint(db: DB, orgId: string, endpointId: string, actor: Actor) {
-  return audited(
+  return auditedChange(
     db,
-    { orgId, actor, action: 'deleteWebhookEndpoint', targetKind: 'webhook_endpoint', targetId: endpointId },
+    actor,
+    { orgId, action: 'deleteWebhookEndpoint', target: { kind: 'webhook_endpoint', id: endpointId } },
     (trx) => deleteEndpoint(trx, orgId, endpointId),
     (endpoint) => ({ url: endpoint.url }),
   );
@@ -130,9 +99,10 @@ export async function removeWebhookEndpoint(db: DB, orgId: string, endpointId: s
 
 /** Enables an endpoint again and resumes its pending deliveries. */
 export async function resumeWebhookEndpoint(db: DB, orgId: string, endpointId: string, actor: Actor) {
-  return audited(
+  return auditedChange(
     db,
-    { orgId, actor, action: 'enableWebhookEndpoint', targetKind: 'webhook_endpoint', targetId: endpointId },
+    actor,
+    { orgId, action: 'enableWebhookEndpoint', target: { kind: 'webhook_endpoint', id: endpointId } },
     (trx) => enableEndpoint(trx, orgId, endpointId),
     (enabled) => ({ resumed_deliveries: enabled.resumed_deliveries }),
   );
@@ -140,17 +110,21 @@ export async function resumeWebhookEndpoint(db: DB, orgId: string, endpointId: s
 
 /** Disables an endpoint (the operator's command): nothing is attempted, its deliveries wait. */
 export async function suspendWebhookEndpoint(db: DB, orgId: string, endpointId: string, actor: Actor) {
-  return audited(db, { orgId, actor, action: 'disableWebhookEndpoint', targetKind: 'webhook_endpoint', targetId: endpointId }, (trx) =>
-    disableEndpoint(trx, orgId, endpointId),
+  return auditedChange(
+    db,
+    actor,
+    { orgId, action: 'disableWebhookEndpoint', target: { kind: 'webhook_endpoint', id: endpointId } },
+    (trx) => disableEndpoint(trx, orgId, endpointId),
   );
 }
 
 /** A new signing secret, returned once; the previous one keeps signing for 24 hours. */
 export async function rotateWebhookEndpointSecret(db: DB, orgId: string, endpointId: string, actor: Actor) {
   const secret = generateWebhookSecret();
-  const endpoint = await audited(
+  const endpoint = await auditedChange(
     db,
-    { orgId, actor, action: 'rotateWebhookSecret', targetKind: 'webhook_endpoint', targetId: endpointId },
+    actor,
+    { orgId, action: 'rotateWebhookSecret', target: { kind: 'webhook_endpoint', id: endpointId } },
     (trx) => rotateEndpointSecret(trx, orgId, endpointId, secret),
   );
   return endpoint === null ? null : { endpoint, secret };
@@ -158,9 +132,10 @@ export async function rotateWebhookEndpointSecret(db: DB, orgId: string, endpoin
 
 /** The test button: a signed `ping` to this endpoint only. */
 export async function sendWebhookPing(db: DB, orgId: string, endpointId: string, actor: Actor) {
-  return audited(
+  return auditedChange(
     db,
-    { orgId, actor, action: 'sendWebhookTest', targetKind: 'webhook_endpoint', targetId: endpointId },
+    actor,
+    { orgId, action: 'sendWebhookTest', target: { kind: 'webhook_endpoint', id: endpointId } },
     (trx) =>
       sendToEndpoint(trx, orgId, endpointId, 'ping', {
         learner: null,
@@ -177,9 +152,10 @@ const openapiDocument = loadOpenapiDocument();
 export async function sendWebhookExampleEvent(db: DB, orgId: string, endpointId: string, eventType: EventType, actor: Actor) {
   const data = webhookExampleData(openapiDocument, eventType);
   if (data === undefined) throw new Error(`openapi.yaml gives no example of ${eventType}`);
-  return audited(
+  return auditedChange(
     db,
-    { orgId, actor, action: 'sendWebhookExample', targetKind: 'webhook_endpoint', targetId: endpointId },
+    actor,
+    { orgId, action: 'sendWebhookExample', target: { kind: 'webhook_endpoint', id: endpointId } },
     (trx) => sendToEndpoint(trx, orgId, endpointId, eventType, data as EventData<typeof eventType>),
     (sent) => ({ event_type: eventType, delivery_id: sent.deliveryId }),
   );
@@ -187,22 +163,17 @@ export async function sendWebhookExampleEvent(db: DB, orgId: string, endpointId:
 
 /** A delivered or dead delivery sent again; `replayed: false` (nothing changed) when it is still pending. */
 export async function replayWebhookDelivery(db: DB, orgId: string, deliveryId: string, actor: Actor) {
-  const replayed = await db.transaction().execute(async (trx) => {
+  return db.transaction().execute(async (trx) => {
     const outcome = await replayDelivery(trx, orgId, deliveryId);
     if (outcome?.replayed)
-      await recordAuditEvent(trx, {
+      await recordChange(trx, actor, {
         orgId,
-        actor,
         action: 'replayWebhookDelivery',
         target: { kind: 'webhook_delivery', id: deliveryId },
-        outcome: 'succeeded',
         details: { endpoint_id: outcome.endpoint_id },
-        requestId: actor.requestId ?? null,
-        clientAddress: actor.clientAddress ?? null,
       });
     return outcome;
   });
-  return replayed;
 }
 
 /**
@@ -210,14 +181,15 @@ export async function replayWebhookDelivery(db: DB, orgId: string, deliveryId: s
  * for a disabled one). Returns how many, or null when the organisation has no such endpoint.
  */
 export async function recoverWebhookDeliveries(db: DB, orgId: string, endpointId: string, since: Date, actor: Actor) {
-  return audited(
+  return auditedChange(
     db,
-    { orgId, actor, action: 'recoverWebhookDeliveries', targetKind: 'webhook_endpoint', targetId: endpointId },
+    actor,
+    { orgId, action: 'recoverWebhookDeliveries', target: { kind: 'webhook_endpoint', id: endpointId } },
     async (trx) => {
-      const endpoint = await findEndpoint(trx, endpointId, orgId);
+      const endpoint = await findEndpoint(trx, orgId, endpointId);
       if (!endpoint) return null;
       if (!endpoint.enabled) throw new EndpointDisabled();
-      return { requeued: await recoverDeadDeliveries(trx, endpointId, since) };
+      return { requeued: await recoverDeadDeliveries(trx, orgId, endpointId, since) };
     },
     (recovered) => ({ since: since.toISOString(), requeued: recovered.requeued }),
   );

@@ -324,3 +324,73 @@ describe('a read-only session', () => {
     expect(await fixture.db.selectFrom('webhook_deliveries').select('id').execute()).toEqual([]);
   });
 });
+
+describe('over https', () => {
+  it('names the cookie __Host- with Secure when PUBLIC_BASE_URL is https, even behind a proxy not trusted, and clears it the same way', async () => {
+    const origin = 'https://api.exemple.fr';
+    const app = await buildTestApp(fixture.db, { managementToken, publicBaseUrl: origin, rateLimitPerMinute: 1000 });
+    try {
+      const { orgId } = await createOrgWithKeys(fixture.db, { name: 'Formations Https' });
+      const link = await app.inject({
+        method: 'POST',
+        url: `/manage/v1/organisations/${orgId}/portal-links`,
+        headers: bearer(managementToken),
+        payload: { actor_email: 'admin@formations.fr' },
+      });
+      const url = new URL(link.json<{ url: string }>().url);
+      expect(url.origin).toBe(origin);
+      const opened = await app.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
+      const cookie = opened.cookies.find((c) => c.name === '__Host-portail_session');
+      expect(cookie).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Strict', path: '/' });
+      expect(opened.cookies.find((c) => c.name === 'portail_session')).toBeUndefined();
+      const headers = { cookie: `__Host-portail_session=${cookie!.value}` };
+      const session = await app.inject({ method: 'GET', url: '/manage/v1/session', headers });
+      expect(session.statusCode).toBe(200);
+      const out = await app.inject({
+        method: 'DELETE',
+        url: '/manage/v1/session',
+        headers: { ...headers, origin, 'x-csrf-token': session.json<{ csrf_token: string }>().csrf_token },
+      });
+      expect(out.statusCode).toBe(204);
+      // A browser drops a __Host- cookie only when it is cleared with Secure and the same path.
+      expect(out.cookies.find((c) => c.name === '__Host-portail_session')).toMatchObject({ value: '', secure: true, path: '/' });
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('a second link in the same browser', () => {
+  it('replaces the browser’s session, which answers 401 from then on, recorded in its own organisation’s audit log', async () => {
+    const first = await createOrgWithKeys(fixture.db, { name: 'Formations Première' });
+    const second = await createOrgWithKeys(fixture.db, { name: 'Formations Seconde' });
+    const { headers } = await sessionOf(first.orgId);
+    const replacing = await fixture.app.inject({ method: 'GET', url: await linkFor(second.orgId), headers });
+    expect(replacing.statusCode).toBe(302);
+    expect((await fixture.app.inject({ method: 'GET', url: '/manage/v1/session', headers })).statusCode).toBe(401);
+    const audit = await fixture.db
+      .selectFrom('audit_events')
+      .select(['action', 'actor_email', 'details'])
+      .where('org_id', '=', first.orgId)
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(audit).toMatchObject({ action: 'endPortalSession', actor_email: 'admin@formations.fr', details: { reason: 'replaced' } });
+  });
+});
+
+describe('the page’s framing', () => {
+  it('lets the origins of PORTAL_FRAME_ANCESTORS frame the page, and them only', async () => {
+    const app = await buildTestApp(fixture.db, { portalFrameAncestors: ['https://tableau.exemple.fr', 'https://admin.exemple.fr'] });
+    try {
+      const page = await app.inject({ method: 'GET', url: '/integrations/' });
+      expect(page.statusCode).toBe(200);
+      expect(page.headers['content-security-policy']).toContain('frame-ancestors https://tableau.exemple.fr https://admin.exemple.fr');
+      expect(page.headers['x-frame-options']).toBeUndefined();
+    } finally {
+      await app.close();
+    }
+    const closed = await fixture.app.inject({ method: 'GET', url: '/integrations/' });
+    expect(closed.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(closed.headers['x-frame-options']).toBe('DENY');
+  });
+});

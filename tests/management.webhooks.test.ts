@@ -187,7 +187,7 @@ describe('an endpoint', () => {
       ['POST', `${base}/rotate-secret`],
       ['POST', `${base}/test`],
       ['POST', `${base}/example`, { event_type: 'quiz.completed' }],
-      ['POST', `${base}/recover`, { since: '2026-01-01T00:00:00Z' }],
+      ['POST', `${base}/recover`, { since: new Date(Date.now() - 86_400_000).toISOString() }],
     ];
     for (const [method, url, body] of attempts) {
       const answer = await call(method, url, body);
@@ -295,12 +295,13 @@ describe('the delivery log', () => {
     const disabled = (await call('GET', `/organisations/${orgId}/webhook-endpoints`)).body.data[0];
     expect(disabled).toMatchObject({ state: 'disabled', disabled_reason: 'failures', consecutive_failures: 3 });
 
-    // Disabled: a recovery is refused; a ping waits, set aside, for the endpoint.
-    expect(await call('POST', `${base}/recover`, { since: '2026-01-01T00:00:00Z' })).toMatchObject({
+    // Disabled: a recovery is refused; a ping waits, set aside, for the endpoint, with no attempt planned.
+    expect(await call('POST', `${base}/recover`, { since: new Date(Date.now() - 86_400_000).toISOString() })).toMatchObject({
       status: 409,
       body: { code: 'endpoint_disabled' },
     });
     const waiting = await call('POST', `${base}/test`);
+    expect(waiting.body).toMatchObject({ status: 'pending', next_attempt_at: null });
     await eventually(
       () => deliveriesOf(orgId, `?status=pending`),
       (data) => data[0]?.id === waiting.body.id && data[0].next_attempt_at === null,
@@ -310,6 +311,11 @@ describe('the delivery log', () => {
       body: { code: 'delivery_pending' },
     });
 
+    // A recovery reaches 30 days back at most.
+    expect(await call('POST', `${base}/recover`, { since: new Date(Date.now() - 31 * 86_400_000).toISOString() })).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_body', param: 'since' },
+    });
     status = 200;
     const enabled = await call('POST', `${base}/enable`);
     expect(enabled).toMatchObject({ status: 200, body: { endpoint: { state: 'active', consecutive_failures: 0 }, resumed_deliveries: 1 } });

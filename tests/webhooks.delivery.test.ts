@@ -156,7 +156,7 @@ describe('retries', () => {
       [204, true, null],
     ]);
     expect(delivery!.attempts[0]!.response_excerpt).toBe('indisponible');
-    expect((await findEndpoint(database.db, endpoint.id))!.consecutive_failures).toBe(0);
+    expect((await findEndpoint(database.db, orgId, endpoint.id))!.consecutive_failures).toBe(0);
   });
 
   it('stop after the 6th failure: the delivery is dead', async () => {
@@ -203,7 +203,7 @@ describe('an endpoint', () => {
     await recordEvent(database.db, enrolled('deux@exemple.fr'));
 
     const disabled = await eventually(
-      () => findEndpoint(database.db, endpoint.id),
+      () => findEndpoint(database.db, orgId, endpoint.id),
       (e) => e!.enabled === false,
     );
     expect(disabled).toMatchObject({ disabled_reason: 'failures', disabled_at: expect.any(Date) });
@@ -242,7 +242,7 @@ describe('an endpoint', () => {
       (d) => d.length === 3 && d.every((x) => x.status === 'delivered'),
     );
     // Three failures in all, as many as the threshold, but never two in a row: still enabled.
-    expect(await findEndpoint(database.db, endpoint.id)).toMatchObject({ enabled: true, consecutive_failures: 0 });
+    expect(await findEndpoint(database.db, orgId, endpoint.id)).toMatchObject({ enabled: true, consecutive_failures: 0 });
   });
 
   it('refuses, at delivery time, a name that now resolves to a forbidden address', async () => {

@@ -1,5 +1,11 @@
 import type { DeliveryStatus } from '../../db/tables/webhooks';
-import { findDelivery, findEndpoint, type LoggedDelivery, listDeliveriesPage, listEndpoints } from '../../db/webhook-endpoints';
+import {
+  findDeliveryForOperator,
+  findEndpointForOperator,
+  type LoggedDelivery,
+  listDeliveriesPage,
+  listEndpoints,
+} from '../../db/webhook-endpoints';
 import { installDeliveryQueue, subscribableEventTypes } from '../../db/webhooks';
 import {
   EndpointLimitReached,
@@ -24,7 +30,7 @@ import {
 } from '../command';
 import { count, operatorDateTime, sheet, table } from '../output';
 
-type Endpoint = NonNullable<Awaited<ReturnType<typeof findEndpoint>>>;
+type Endpoint = NonNullable<Awaited<ReturnType<typeof findEndpointForOperator>>>;
 
 /** An endpoint as the operator sees it: never its secret. */
 function describeEndpoint(endpoint: Endpoint) {
@@ -46,7 +52,7 @@ function describeEndpoint(endpoint: Endpoint) {
 }
 
 async function requireEndpoint(context: CommandContext, id: string): Promise<Endpoint> {
-  const endpoint = await findEndpoint(context.db, id);
+  const endpoint = await findEndpointForOperator(context.db, id);
   if (!endpoint) throw new UsageError(`Aucun point de réception ${id}.`);
   return endpoint;
 }
@@ -291,7 +297,7 @@ export const commands: AdminCommand[] = [
     options: { delivery: { type: 'string' } },
     async run(context) {
       const id = requiredUuid(context.values, 'delivery');
-      const delivery = await findDelivery(context.db, id);
+      const delivery = await findDeliveryForOperator(context.db, id);
       if (!delivery) throw new UsageError(`Aucune livraison ${id}.`);
       if (delivery.status === 'pending') throw new UsageError(`La livraison ${id} est déjà en attente d’envoi.`);
       await installDeliveryQueue(context.db);

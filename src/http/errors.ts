@@ -86,6 +86,9 @@ const errorCatalogue = {
 
 export type ErrorCode = keyof typeof errorCatalogue;
 
+/** Every code of the catalogue. */
+export const errorCodes = Object.keys(errorCatalogue) as ErrorCode[];
+
 export class ApiError extends Error {
   readonly statusCode: number;
 
@@ -120,7 +123,13 @@ export function errorBody(error: ApiError): Record<string, unknown> {
   return { error: error.message, ...error.extraBody };
 }
 
-/** The management API's error body: the message, its stable code, and `param` or `retry_after` when they apply. */
+/** The management API's error body: the message, its stable code, and `param` or `retry_after` (429 and 503) when they apply. */
 export function managementErrorBody(error: ApiError): Record<string, unknown> {
-  return { error: error.message, code: error.code, ...error.extraBody };
+  const retryAfter = error.headers['Retry-After'];
+  return {
+    error: error.message,
+    code: error.code,
+    ...(retryAfter === undefined ? {} : { retry_after: Number(retryAfter) }),
+    ...error.extraBody,
+  };
 }

@@ -7,7 +7,7 @@ import { recordAuditEvent } from '../../db/audit';
 import { findOrganisation } from '../../db/organisations';
 import { findSessionAndCountRequest } from '../../db/portal';
 import { countRequest } from '../../db/rate-limit';
-import type { Actor } from '../api-keys';
+import type { Actor } from '../audit';
 import type { AppContext } from '../context';
 import { loadManagementDocument, managementText } from '../openapi-document';
 import { hashSecretToken } from '../portal';
@@ -30,9 +30,19 @@ export function csrfTokenOf(sessionToken: string): string {
   return createHmac('sha256', sessionToken).update('csrf').digest('base64url');
 }
 
+/** Whether browsers reach the page over https: as PUBLIC_BASE_URL says, else as the request came. */
+function pageOverHttps(request: FastifyRequest, publicBaseUrl: string | null): boolean {
+  return publicBaseUrl ? publicBaseUrl.startsWith('https://') : request.protocol === 'https';
+}
+
 /** The session cookie's name: `__Host-` (which requires Secure) over https, plain over local http. */
-export function sessionCookieName(request: FastifyRequest): string {
-  return request.protocol === 'https' ? '__Host-portail_session' : 'portail_session';
+export function sessionCookieName(request: FastifyRequest, publicBaseUrl: string | null): string {
+  return pageOverHttps(request, publicBaseUrl) ? '__Host-portail_session' : 'portail_session';
+}
+
+/** The session cookie's attributes, the same to set it and to clear it (a browser keeps a cookie cleared with others). */
+export function sessionCookieOptions(request: FastifyRequest, publicBaseUrl: string | null) {
+  return { path: '/', httpOnly: true, sameSite: 'strict' as const, secure: pageOverHttps(request, publicBaseUrl) };
 }
 
 /** The origin the page is served from, which a session's changes must come from. */
@@ -93,8 +103,6 @@ function callerChecks(publicBaseUrl: string | null) {
   };
 }
 
-const rateLimitWindowSeconds = 60;
-
 declare module 'fastify' {
   interface FastifyRequest {
     /** Who called the management API, as the audit log records them. */
@@ -148,13 +156,13 @@ export async function registerManagementApi(
         // The caller first: nothing of a request runs, not even its validation, before it is known and counted.
         operations.addHook('onRequest', async (request) => {
           const authorization = request.headers.authorization;
-          const sessionToken = request.cookies[sessionCookieName(request)];
+          const sessionToken = request.cookies[sessionCookieName(request, config.publicBaseUrl)];
           if (!authorization?.startsWith('Bearer ') && sessionToken) {
             const limit = config.managementRateLimitPerMinute;
-            const session = await findSessionAndCountRequest(db, hashSecretToken(sessionToken), limit, rateLimitWindowSeconds);
+            const session = await findSessionAndCountRequest(db, hashSecretToken(sessionToken), limit, config.rateLimitWindowSeconds);
             if (!session?.usable || !session.counted) throw new ApiError('session_expired');
             if (session.counted.granted === 0)
-              throw tooManyRequests(session.counted.resetSeconds, { limit, windowSeconds: rateLimitWindowSeconds });
+              throw tooManyRequests(session.counted.resetSeconds, { limit, windowSeconds: config.rateLimitWindowSeconds });
             request.portalSession = { id: session.id, orgId: session.orgId, readOnly: session.readOnly, token: sessionToken };
             request.actor = {
               kind: 'session',
@@ -168,9 +176,12 @@ export async function registerManagementApi(
           if (!authorization?.startsWith('Bearer ')) throw new ApiError('credentials_missing');
           const token = authorization.slice('Bearer '.length).trim();
           if (config.managementToken === null || !sameSecret(token, config.managementToken)) {
-            const attempts = await countRequest(db, `address:${request.ip}`, config.rateLimitPerMinute, rateLimitWindowSeconds);
+            const attempts = await countRequest(db, `address:${request.ip}`, config.rateLimitPerMinute, config.rateLimitWindowSeconds);
             if (attempts.granted === 0) {
-              throw tooManyRequests(attempts.resetSeconds, { limit: config.rateLimitPerMinute, windowSeconds: rateLimitWindowSeconds });
+              throw tooManyRequests(attempts.resetSeconds, {
+                limit: config.rateLimitPerMinute,
+                windowSeconds: config.rateLimitWindowSeconds,
+              });
             }
             throw new ApiError(
               'management_token_invalid',
@@ -178,8 +189,8 @@ export async function registerManagementApi(
             );
           }
           const limit = config.managementTokenRateLimitPerMinute;
-          const counted = await countRequest(db, 'management-token', limit, rateLimitWindowSeconds);
-          if (counted.granted === 0) throw tooManyRequests(counted.resetSeconds, { limit, windowSeconds: rateLimitWindowSeconds });
+          const counted = await countRequest(db, 'management-token', limit, config.rateLimitWindowSeconds);
+          if (counted.granted === 0) throw tooManyRequests(counted.resetSeconds, { limit, windowSeconds: config.rateLimitWindowSeconds });
           request.actor = { kind: 'platform', email: null, sessionId: null, requestId: request.id, clientAddress: request.ip };
         });
         // An organisation the caller may not see, or that does not exist, is the same 404, before

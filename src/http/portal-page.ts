@@ -1,13 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { recordAuditEvent } from '../../db/audit';
-import { endPortalSession, redeemPortalLink, whyNotRedeemed } from '../../db/portal';
+import { redeemPortalLink, whyNotRedeemed } from '../../db/portal';
 import { countRequest } from '../../db/rate-limit';
+import { type Actor, recordChange } from '../audit';
 import type { AppContext } from '../context';
 import { projectFolder } from '../openapi-document';
-import { hashSecretToken, newSecretToken, redemptionPath } from '../portal';
-import { sessionCookieName } from './management';
+import { hashSecretToken, newSecretToken, redemptionPath, replacePreviousSession } from '../portal';
+import { sessionCookieName, sessionCookieOptions } from './management';
 
 /*
  * The page's door: a link's token opens a session, whose cookie then carries the page's calls to
@@ -86,12 +86,10 @@ export function registerPortalPage(app: FastifyInstance, context: AppContext): v
 export function registerPortalDoor(app: FastifyInstance, context: AppContext): void {
   const { db, config } = context;
   app.get(redemptionPath, async (request, reply) => {
-    const attempts = await countRequest(db, `address:${request.ip}`, config.rateLimitPerMinute, 60);
+    const attempts = await countRequest(db, `address:${request.ip}`, config.rateLimitPerMinute, config.rateLimitWindowSeconds);
     if (attempts.granted === 0) {
-      return refusalPage(reply, 429, `Trop de tentatives : réessayez dans ${attempts.resetSeconds} s.`).header(
-        'Retry-After',
-        attempts.resetSeconds,
-      );
+      reply.header('Retry-After', attempts.resetSeconds);
+      return refusalPage(reply, 429, `Trop de tentatives : réessayez dans ${attempts.resetSeconds} s.`);
     }
     const token = (request.query as { jeton?: unknown }).jeton;
     if (typeof token !== 'string' || token === '') return refusalPage(reply, refusals.unknown.status, refusals.unknown.message);
@@ -102,39 +100,26 @@ export function registerPortalDoor(app: FastifyInstance, context: AppContext): v
       const refusal = refusals[await whyNotRedeemed(db, linkHash)];
       return refusalPage(reply, refusal.status, refusal.message);
     }
-    await recordAuditEvent(db, {
-      orgId: session.orgId,
-      actor: { kind: 'session', email: session.actorEmail, sessionId: session.id },
-      action: 'openPortalSession',
-      target: { kind: 'portal_session', id: session.id },
-      outcome: 'succeeded',
-      details: { read_only: session.readOnly },
+    const actor: Actor = {
+      kind: 'session',
+      email: session.actorEmail,
+      sessionId: session.id,
       requestId: request.id,
       clientAddress: request.ip,
+    };
+    await recordChange(db, actor, {
+      orgId: session.orgId,
+      action: 'openPortalSession',
+      target: { kind: 'portal_session', id: session.id },
+      details: { read_only: session.readOnly },
     });
-    const cookieName = sessionCookieName(request);
+    const cookieName = sessionCookieName(request, config.publicBaseUrl);
     const previous = request.cookies[cookieName];
-    if (previous) await endPreviousSession(context, previous);
+    if (previous) await replacePreviousSession(db, previous, actor);
     const maxAge = Math.max(1, Math.floor((session.expiresAt.getTime() - Date.now()) / 1000));
     return reply
       .headers(pageSecurityHeaders)
-      .setCookie(cookieName, sessionToken, {
-        path: '/',
-        httpOnly: true,
-        sameSite: 'strict',
-        secure: request.protocol === 'https',
-        maxAge,
-      })
+      .setCookie(cookieName, sessionToken, { ...sessionCookieOptions(request, config.publicBaseUrl), maxAge })
       .redirect('/integrations/', 302);
   });
-}
-
-/** The session a browser held before a new link: replaced, so that one browser holds one session. */
-async function endPreviousSession(context: AppContext, previousToken: string): Promise<void> {
-  const previous = await context.db
-    .selectFrom('portal_sessions')
-    .select('id')
-    .where('token_hash', '=', hashSecretToken(previousToken))
-    .executeTakeFirst();
-  if (previous) await endPortalSession(context.db, previous.id, 'replaced');
 }
