@@ -165,16 +165,6 @@ export async function endPortalSession(db: DB, sessionId: string, reason: 'logou
   return ended.numUpdatedRows > 0n;
 }
 
-/** A session with its organisation's name, live or not; undefined when there is no such session. */
-export async function findPortalSession(db: DB, sessionId: string) {
-  return db
-    .selectFrom('portal_sessions as s')
-    .innerJoin('organisations as o', 'o.id', 's.org_id')
-    .select(['s.id', 's.org_id', 'o.name as org_name', 's.actor_email', 's.read_only', 's.expires_at'])
-    .where('s.id', '=', sessionId)
-    .executeTakeFirst();
-}
-
 /** Ends the organisation's live sessions, or one administrator's: returns how many were live. */
 export async function revokePortalSessions(db: DB, orgId: string, actorEmail: string | null): Promise<number> {
   const ended = await db

@@ -2,10 +2,10 @@ import type { FastifyReply } from 'fastify';
 import type { components } from '../codegen/management';
 import type { DB } from '../db/connection';
 import { type EndpointRecord, findEndpoint, type LoggedDelivery, listDeliveriesPage, listEndpointsPage } from '../db/webhook-endpoints';
-import { subscribableEventTypes } from '../db/webhooks';
+import { type EventData, subscribableEventTypes } from '../db/webhooks';
 import type { Config } from '../src/config';
 import { ApiError } from '../src/http/errors';
-import { loadOpenapiDocument, webhookEventCatalogue } from '../src/openapi-document';
+import { webhookEventCatalogue, webhookExampleData } from '../src/openapi-document';
 import {
   changeWebhookEndpoint,
   EndpointDisabled,
@@ -87,7 +87,7 @@ function refusedAddress(error: unknown): never {
   throw error;
 }
 
-export function createWebhookHandlers(context: { db: DB; config: Config }) {
+export function createWebhookHandlers(context: { db: DB; config: Config; openapi: Record<string, any> }) {
   const { db, config } = context;
   const policy = { allowInsecure: config.webhookAllowInsecure };
 
@@ -98,7 +98,7 @@ export function createWebhookHandlers(context: { db: DB; config: Config }) {
     return deliveryView(delivery);
   }
 
-  const eventCatalogue = webhookEventCatalogue(loadOpenapiDocument(), subscribableEventTypes);
+  const eventCatalogue = webhookEventCatalogue(context.openapi, subscribableEventTypes);
 
   return {
     async listWebhookEventTypes() {
@@ -161,7 +161,9 @@ export function createWebhookHandlers(context: { db: DB; config: Config }) {
 
     async sendWebhookExample(request: RequestOf<'sendWebhookExample'>, reply: FastifyReply) {
       const { org_id, endpoint_id } = request.params;
-      const sent = await sendWebhookExampleEvent(db, org_id, endpoint_id, request.body.event_type, request.actor);
+      const eventType = request.body.event_type;
+      const example = { eventType, data: webhookExampleData(context.openapi, eventType) as EventData<typeof eventType> };
+      const sent = await sendWebhookExampleEvent(db, org_id, endpoint_id, example, request.actor);
       if (sent === null) unknownEndpoint();
       return reply.code(202).send(await loggedDelivery(org_id, sent.deliveryId));
     },

@@ -6,7 +6,6 @@ import { listAuditEvents } from '../db/audit';
 import type { DB } from '../db/connection';
 import { organisationOverview } from '../db/overview';
 import { formatParisDate } from '../db/paris-time';
-import { findPortalSession } from '../db/portal';
 import { ExpiryInThePast, issueApiKey, keyState, lastValidDay, revokeOrganisationKey } from '../src/api-keys';
 import type { Config } from '../src/config';
 import { ApiError } from '../src/http/errors';
@@ -39,20 +38,26 @@ export function apiKeyView(key: ApiKeyRecord, now = new Date()): ApiKey {
   };
 }
 
-export function createManagementHandlers(context: { db: DB; config: Config }) {
+/** What the handlers need: the database, the settings, and openapi.yaml as the server parsed it (the webhooks' catalogue and examples). */
+export interface ManagementHandlerContext {
+  db: DB;
+  config: Config;
+  openapi: Record<string, any>;
+}
+
+export function createManagementHandlers(context: ManagementHandlerContext) {
   const { db, config } = context;
   return {
     ...createWebhookHandlers(context),
 
     async getPortalSession(request: RequestOf<'getPortalSession'>) {
+      // The hook found the session, live, as it counted this request.
       const session = request.portalSession!;
-      const found = await findPortalSession(db, session.id);
-      if (!found) throw new ApiError('session_expired');
       return {
-        organisation: { id: found.org_id, name: found.org_name },
-        actor_email: found.actor_email,
-        read_only: found.read_only,
-        expires_at: found.expires_at.toISOString(),
+        organisation: { id: session.orgId, name: session.orgName },
+        actor_email: session.actorEmail,
+        read_only: session.readOnly,
+        expires_at: session.expiresAt.toISOString(),
         csrf_token: csrfTokenOf(session.token),
       };
     },

@@ -16,7 +16,6 @@ import {
 } from '../db/webhook-endpoints';
 import type { EventData, EventType } from '../db/webhooks';
 import { type Actor, auditedChange, recordChange } from './audit';
-import { loadOpenapiDocument, webhookExampleData } from './openapi-document';
 import { checkWebhookUrl } from './webhooks/address-guard';
 import { generateWebhookSecret } from './webhooks/signature';
 
@@ -146,17 +145,24 @@ export async function sendWebhookPing(db: DB, orgId: string, endpointId: string,
   );
 }
 
-const openapiDocument = loadOpenapiDocument();
-
-/** The example openapi.yaml gives an event type, sent signed to this endpoint only, with a fresh id and date. */
-export async function sendWebhookExampleEvent(db: DB, orgId: string, endpointId: string, eventType: EventType, actor: Actor) {
-  const data = webhookExampleData(openapiDocument, eventType);
+/**
+ * An example of an event type (its data as openapi.yaml gives it, `webhookExampleData`), sent signed
+ * to this endpoint only, with a fresh id and date.
+ */
+export async function sendWebhookExampleEvent<T extends EventType>(
+  db: DB,
+  orgId: string,
+  endpointId: string,
+  example: { eventType: T; data: EventData<T> },
+  actor: Actor,
+) {
+  const { eventType, data } = example;
   if (data === undefined) throw new Error(`openapi.yaml gives no example of ${eventType}`);
   return auditedChange(
     db,
     actor,
     { orgId, action: 'sendWebhookExample', target: { kind: 'webhook_endpoint', id: endpointId } },
-    (trx) => sendToEndpoint(trx, orgId, endpointId, eventType, data as EventData<typeof eventType>),
+    (trx) => sendToEndpoint(trx, orgId, endpointId, eventType, data),
     (sent) => ({ event_type: eventType, delivery_id: sent.deliveryId }),
   );
 }

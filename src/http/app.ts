@@ -87,7 +87,7 @@ export async function buildApp(context: AppContext, { logStream, docsLearnerEmai
   await app.register(cookie);
   registerPortalDoor(app, context);
   registerPortalPage(app, context);
-  await registerManagementApi(app, context, createManagementHandlers({ db: context.db, config: context.config }));
+  await registerManagementApi(app, context, createManagementHandlers({ db: context.db, config: context.config, openapi: document }));
   return app;
 }
 

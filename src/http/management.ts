@@ -108,7 +108,15 @@ declare module 'fastify' {
     /** Who called the management API, as the audit log records them. */
     actor: Actor;
     /** The page session that called, with its cookie's value (for its anti-CSRF token). */
-    portalSession?: { id: string; orgId: string; readOnly: boolean; token: string };
+    portalSession?: {
+      id: string;
+      orgId: string;
+      orgName: string;
+      actorEmail: string;
+      readOnly: boolean;
+      expiresAt: Date;
+      token: string;
+    };
   }
 }
 
@@ -163,7 +171,15 @@ export async function registerManagementApi(
             if (!session?.usable || !session.counted) throw new ApiError('session_expired');
             if (session.counted.granted === 0)
               throw tooManyRequests(session.counted.resetSeconds, { limit, windowSeconds: config.rateLimitWindowSeconds });
-            request.portalSession = { id: session.id, orgId: session.orgId, readOnly: session.readOnly, token: sessionToken };
+            request.portalSession = {
+              id: session.id,
+              orgId: session.orgId,
+              orgName: session.orgName,
+              actorEmail: session.actorEmail,
+              readOnly: session.readOnly,
+              expiresAt: session.expiresAt,
+              token: sessionToken,
+            };
             request.actor = {
               kind: 'session',
               email: session.actorEmail,
