@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { operations } from '../codegen/management';
 import type { ListPosition } from '../db/list-position';
 import { ApiError } from '../src/http/errors';
+import { isUuid } from '../src/uuid';
 
 /* What the management API's handlers share: each operation's request types, and the lists' cursor. */
 
@@ -22,15 +23,15 @@ export function encodeCursor(position: ListPosition): string {
 const instant = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3,6}Z$/;
 /** A row's id in a cursor: a uuid, or the audit log's identity. */
 const rowIds = {
-  uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
-  identity: /^\d{1,18}$/,
+  uuid: isUuid,
+  identity: (id: string) => /^\d{1,18}$/.test(id),
 };
 
 export function decodeCursor(cursor: string | undefined, idKind: keyof typeof rowIds = 'uuid'): ListPosition | null {
   if (cursor === undefined) return null;
   try {
     const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof at === 'string' && instant.test(at) && typeof id === 'string' && rowIds[idKind].test(id)) return { at, id };
+    if (typeof at === 'string' && instant.test(at) && typeof id === 'string' && rowIds[idKind](id)) return { at, id };
   } catch {
     // Not JSON: the same refusal as a JSON of another shape.
   }

@@ -95,22 +95,26 @@ export function declaredMethodsByPath(document: Record<string, any>): Map<string
   return byPath;
 }
 
-/**
- * The scopes each operation requires, by `METHOD /fastify/route` (with the given prefix): the
- * operation's own `security`, else the document's.
- */
-export function requiredScopesByRoute(document: Record<string, any>, prefix: string): Map<string, string[]> {
-  const byRoute = new Map<string, string[]>();
+/** Each operation of the document by `METHOD /fastify/route` (with the given prefix), as Fastify names its route. */
+export function operationsByRoute(document: Record<string, any>, prefix: string): Map<string, Record<string, any>> {
+  const byRoute = new Map<string, Record<string, any>>();
   const paths = answeredPaths(document);
   for (const [route, methods] of declaredMethodsByPath(document)) {
     const openapiRoute = route.replace(/:([^/]+)/g, '{$1}');
-    for (const method of methods) {
-      const security: Record<string, string[]>[] = paths[openapiRoute]![method.toLowerCase()].security ?? document.security ?? [];
-      byRoute.set(
-        `${method} ${prefix}${route}`,
-        security.flatMap((requirement) => Object.values(requirement).flat()),
-      );
-    }
+    for (const method of methods) byRoute.set(`${method} ${prefix}${route}`, paths[openapiRoute]![method.toLowerCase()]);
+  }
+  return byRoute;
+}
+
+/** The scopes each operation requires, by `METHOD /fastify/route`: the operation's own `security`, else the document's. */
+export function requiredScopesByRoute(document: Record<string, any>, prefix: string): Map<string, string[]> {
+  const byRoute = new Map<string, string[]>();
+  for (const [route, operation] of operationsByRoute(document, prefix)) {
+    const security: Record<string, string[]>[] = operation.security ?? document.security ?? [];
+    byRoute.set(
+      route,
+      security.flatMap((requirement) => Object.values(requirement).flat()),
+    );
   }
   return byRoute;
 }

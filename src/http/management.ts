@@ -9,8 +9,9 @@ import { findSessionAndCountRequest } from '../../db/portal';
 import { countRequest } from '../../db/rate-limit';
 import type { Actor } from '../audit';
 import type { AppContext } from '../context';
-import { loadManagementDocument, managementText } from '../openapi-document';
+import { loadManagementDocument, managementText, operationsByRoute } from '../openapi-document';
 import { hashSecretToken } from '../portal';
+import { isUuid } from '../uuid';
 import { tooManyRequests } from './auth';
 import { apiErrorOf, jsonContentType, unknownAddress } from './error-handler';
 import { ApiError, managementErrorBody } from './errors';
@@ -53,18 +54,6 @@ function expectedOrigin(request: FastifyRequest, publicBaseUrl: string | null): 
 /** The refusals of a session's attempted change that the audit log records. */
 const auditedRefusals = new Set(['session_read_only', 'csrf_rejected', 'platform_only']);
 
-/** Each operation's id by its route as Fastify names it (`POST /manage/v1/organisations/:org_id/api-keys`). */
-function operationIdsByRoute(document: Record<string, any>): Map<string, string> {
-  const byRoute = new Map<string, string>();
-  for (const [route, item] of Object.entries<Record<string, { operationId?: string }>>(document.paths ?? {})) {
-    for (const [method, operation] of Object.entries(item)) {
-      if (operation?.operationId)
-        byRoute.set(`${method.toUpperCase()} ${managementPrefix}${route.replace(/\{([^}]+)\}/g, ':$1')}`, operation.operationId);
-    }
-  }
-  return byRoute;
-}
-
 /** What a refused change was aimed at, from its path. */
 function refusedTarget(params: { key_id?: string; endpoint_id?: string; delivery_id?: string }) {
   if (params.key_id) return { kind: 'api_key' as const, id: params.key_id };
@@ -72,8 +61,6 @@ function refusedTarget(params: { key_id?: string; endpoint_id?: string; delivery
   if (params.delivery_id) return { kind: 'webhook_delivery' as const, id: params.delivery_id };
   return null;
 }
-
-const uuidShape = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Codes that only say which kind of caller an operation takes: any other refusal is more precise. */
 const callerKindCodes = new Set(['platform_only', 'session_only']);
@@ -214,7 +201,7 @@ export async function registerManagementApi(
         operations.addHook('preValidation', async (request) => {
           const orgId = (request.params as { org_id?: string }).org_id;
           // Not an id at all: the validation's 400 names the parameter.
-          if (orgId === undefined || !uuidShape.test(orgId)) return;
+          if (orgId === undefined || !isUuid(orgId)) return;
           // A session sees its own organisation only; any other is as unknown as one that does not exist.
           const visible = request.portalSession ? request.portalSession.orgId === orgId : Boolean(await findOrganisation(db, orgId));
           if (!visible) throw new ApiError('unknown_organisation');
@@ -226,7 +213,7 @@ export async function registerManagementApi(
         });
         operations.setNotFoundHandler((request, reply) => sendManagementError(reply, unknownAddress(request)));
       });
-      const operationIds = operationIdsByRoute(document);
+      const operationsByItsRoute = operationsByRoute(document, managementPrefix);
       api.setErrorHandler(async (error: FastifyError & { errors?: unknown[] }, request, reply) => {
         const refusal = managementErrorOf(error, request);
         // A change a session tried and was refused is in the audit log, as its changes are.
@@ -235,7 +222,9 @@ export async function registerManagementApi(
           await recordAuditEvent(db, {
             orgId: request.portalSession.orgId,
             actor: request.actor,
-            action: operationIds.get(`${request.method} ${request.routeOptions.url}`) ?? `${request.method} ${request.routeOptions.url}`,
+            action:
+              operationsByItsRoute.get(`${request.method} ${request.routeOptions.url}`)?.operationId ??
+              `${request.method} ${request.routeOptions.url}`,
             target: refusedTarget(params),
             outcome: 'refused',
             refusalCode: refusal.code,
