@@ -476,13 +476,21 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description Corps d'erreur de l'API de gestion. */
+        /**
+         * @description Corps d'erreur de l'API de gestion. `error` est une phrase en français qui peut évoluer ;
+         *     `code` est stable : c'est lui qu'un programme teste.
+         */
         ManagementError: {
             /** @description Message lisible, en français. */
             error: string;
             code: components["schemas"]["ErrorCode"];
             /** @description Le paramètre ou le champ en cause, quand il y en a un. */
             param?: string;
+            /**
+             * Format: uri
+             * @description La page où ce code est expliqué (`/manage/v1/docs/errors#<code>` de ce serveur).
+             */
+            doc_url: string;
             /** @description Secondes à attendre (429 et 503), comme l'en-tête `Retry-After`. */
             retry_after?: number;
         };
@@ -828,9 +836,16 @@ export interface components {
             succeeded: boolean;
             /** @description Pourquoi la tentative a échoué, en français. */
             error: string | null;
+            /** @description Pourquoi la tentative a échoué, en un code stable ; `null` pour un succès. */
+            error_code: components["schemas"]["WebhookFailureCode"] | null;
             /** @description Le début du corps de la réponse. */
             response_excerpt: string | null;
         };
+        /**
+         * @description Pourquoi une tentative de livraison a échoué. La page `/manage/v1/docs/errors` les explique
+         *     tous, chacun à l'ancre `#webhook-<code>`.
+         */
+        WebhookFailureCode: "http_status" | "timeout" | "address_refused" | "dns_failure" | "connection_refused" | "connection_reset" | "tls_error" | "connection_error";
         /**
          * @example {
          *       "id": "7d3f9a2c-1e4b-4c8d-b5a6-0f2e9d8c7b6a",
@@ -850,7 +865,8 @@ export interface components {
          *           "duration_ms": 10004,
          *           "status_code": null,
          *           "succeeded": false,
-         *           "error": "Pas de réponse en 10 secondes.",
+         *           "error": "délai de réponse dépassé (10000 ms)",
+         *           "error_code": "timeout",
          *           "response_excerpt": null
          *         },
          *         {
@@ -859,6 +875,7 @@ export interface components {
          *           "status_code": 200,
          *           "succeeded": true,
          *           "error": null,
+         *           "error_code": null,
          *           "response_excerpt": "ok"
          *         }
          *       ],
@@ -1117,13 +1134,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Le paramètre « limit » doit être un entier entre 1 et 100.",
-                 *       "code": "invalid_parameter",
-                 *       "param": "limit"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -1133,12 +1143,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Session expirée ou fermée : rouvrez la page « API et intégrations » depuis votre tableau de bord.",
-                 *       "code": "session_expired"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -1151,12 +1155,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Accès en lecture seule : ce lien permet de consulter, pas de modifier.",
-                 *       "code": "session_read_only"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -1166,12 +1164,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Organisation inconnue.",
-                 *       "code": "unknown_organisation"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -1184,12 +1176,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Cette livraison est déjà en attente d’envoi : elle partira à sa prochaine tentative.",
-                 *       "code": "delivery_pending"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -1200,13 +1186,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Trop de requêtes : 120 par minute au plus pour une session. Réessayez dans 12 s.",
-                 *       "code": "rate_limited",
-                 *       "retry_after": 12
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -1216,12 +1195,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Erreur interne du serveur. Réessayez plus tard.",
-                 *       "code": "internal"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };
@@ -1232,12 +1205,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Service momentanément indisponible : la base de données ne répond pas. Réessayez dans quelques secondes.",
-                 *       "code": "service_unavailable"
-                 *     }
-                 */
                 "application/json": components["schemas"]["ManagementError"];
             };
         };

@@ -1033,52 +1033,46 @@ export interface webhooks {
 export interface components {
     schemas: {
         /**
-         * @description Corps d'erreur. Le message est une phrase en français, sans détail technique.
+         * @description Corps d'erreur. `error` est une phrase en français, sans détail technique, qui peut évoluer ;
+         *     `code` est stable : c'est lui qu'un programme teste.
          * @example {
-         *       "error": "Le paramètre « year » doit être un entier entre 2000 et 2100."
+         *       "error": "Le paramètre « year » doit être un entier entre 2000 et 2100.",
+         *       "code": "invalid_parameter",
+         *       "param": "year",
+         *       "doc_url": "http://localhost:3000/v1/docs/errors#invalid_parameter"
          *     }
          */
         Error: {
             /** @description Message lisible, en français. */
             error: string;
+            /**
+             * @description Le code stable de l'erreur, une des valeurs de `ErrorCode` ; chaque réponse d'erreur
+             *     déclare celles qu'elle peut porter.
+             */
+            code: string;
+            /**
+             * @description Le paramètre de l'adresse ou le champ du corps en cause, quand il y en a un (`limit`,
+             *     `programme`, `email`, `users[3].email`…).
+             */
+            param?: string;
+            /**
+             * Format: uri
+             * @description La page où ce code est expliqué (`/v1/docs/errors#<code>` de ce serveur).
+             */
+            doc_url: string;
         };
         /**
-         * @description Corps de la réponse 404 pour un nom de ressource inconnu.
-         * @example {
-         *       "error": "Ressource inconnue : apprenants.",
-         *       "available": [
-         *         "learners",
-         *         "users",
-         *         "summary",
-         *         "attendance",
-         *         "evaluations",
-         *         "quiz-answers",
-         *         "documents",
-         *         "satisfaction",
-         *         "enrollments",
-         *         "progress",
-         *         "logins",
-         *         "tutoring-ratings",
-         *         "lesson-ratings"
-         *       ]
-         *     }
+         * @description Le code stable de l'erreur. Chaque code a toujours le même statut HTTP ; la page
+         *     `/v1/docs/errors` les explique tous.
          */
-        UnknownResourceError: {
-            /** @description Message lisible, en français. */
-            error: string;
+        ErrorCode: "invalid_parameter" | "invalid_body" | "invalid_json" | "body_missing" | "bad_request" | "invalid_url" | "unknown_programme" | "invalid_email" | "email_domain_not_allowed" | "learner_identifier_missing" | "key_missing" | "key_invalid" | "key_revoked" | "key_expired" | "scope_write_required" | "unknown_resource" | "unknown_learner" | "route_not_found" | "method_not_allowed" | "request_timeout" | "already_member" | "licence_unavailable" | "insufficient_licences" | "body_too_large" | "uri_too_long" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal" | "service_unavailable" | "server_busy";
+        /** @description Corps de la réponse 404 pour un nom de ressource inconnu. */
+        UnknownResourceError: components["schemas"]["Error"] & {
             /** @description Les noms de ressources valides. */
             available: ("learners" | "users" | "summary" | "attendance" | "evaluations" | "quiz-answers" | "documents" | "satisfaction" | "enrollments" | "progress" | "logins" | "tutoring-ratings" | "lesson-ratings")[];
         };
-        /**
-         * @description Corps de la réponse 429.
-         * @example {
-         *       "error": "Trop de requêtes : limite de 120 requêtes par minute atteinte. Réessayez dans 23 secondes.",
-         *       "retry_after": 23
-         *     }
-         */
-        RateLimitError: {
-            /** @description Message lisible, en français. */
-            error: string;
+        /** @description Corps de la réponse 429. */
+        RateLimitError: components["schemas"]["Error"] & {
             /** @description Secondes à attendre avant de réessayer (même valeur que l'en-tête `Retry-After`). */
             retry_after: number;
         };
@@ -3034,7 +3028,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "invalid_parameter" | "invalid_body" | "invalid_json" | "body_missing" | "bad_request" | "invalid_url" | "unknown_programme" | "invalid_email" | "email_domain_not_allowed" | "learner_identifier_missing";
+                };
             };
         };
         /** @description Clé d'API absente, invalide, révoquée ou expirée. */
@@ -3043,7 +3040,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "key_missing" | "key_invalid" | "key_revoked" | "key_expired";
+                };
             };
         };
         /** @description La clé n'a que la portée `read` ; `POST /users` exige la portée `write`. */
@@ -3052,12 +3052,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Cette clé d'API est en lecture seule : l'inscription d'apprenants exige une clé avec la portée « write »."
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "scope_write_required";
+                };
             };
         };
         /**
@@ -3069,12 +3067,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Aucun apprenant de votre organisation ne correspond à cet email."
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "unknown_learner";
+                };
             };
         };
         /** @description Nom de ressource inconnu ; `available` liste les ressources valides. */
@@ -3083,27 +3079,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Ressource inconnue : apprenants.",
-                 *       "available": [
-                 *         "learners",
-                 *         "users",
-                 *         "summary",
-                 *         "attendance",
-                 *         "evaluations",
-                 *         "quiz-answers",
-                 *         "documents",
-                 *         "satisfaction",
-                 *         "enrollments",
-                 *         "progress",
-                 *         "logins",
-                 *         "tutoring-ratings",
-                 *         "lesson-ratings"
-                 *       ]
-                 *     }
-                 */
-                "application/json": components["schemas"]["UnknownResourceError"];
+                "application/json": components["schemas"]["UnknownResourceError"] & {
+                    /** @enum {unknown} */
+                    code?: "unknown_resource";
+                };
             };
         };
         /**
@@ -3117,12 +3096,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Méthode DELETE non autorisée : cette adresse accepte GET."
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "method_not_allowed";
+                };
             };
         };
         /**
@@ -3134,7 +3111,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "already_member" | "licence_unavailable" | "insufficient_licences";
+                };
             };
         };
         /**
@@ -3150,13 +3130,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Trop de requêtes : limite de 120 requêtes par minute atteinte. Réessayez dans 23 secondes.",
-                 *       "retry_after": 23
-                 *     }
-                 */
-                "application/json": components["schemas"]["RateLimitError"];
+                "application/json": components["schemas"]["RateLimitError"] & {
+                    /** @enum {unknown} */
+                    code?: "rate_limited";
+                };
             };
         };
         /** @description Erreur interne. Le message ne contient aucun détail technique. */
@@ -3165,12 +3142,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Erreur interne du serveur. Réessayez plus tard."
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "internal";
+                };
             };
         };
         /**
@@ -3185,12 +3160,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Service momentanément indisponible : la base de données ne répond pas. Réessayez dans quelques secondes."
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "service_unavailable" | "server_busy";
+                };
             };
         };
         /** @description La requête (en-têtes et corps) n'a pas été reçue en entier dans les 30 secondes. */
@@ -3199,12 +3172,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "La requête n’a pas été reçue en entier à temps."
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "request_timeout";
+                };
             };
         };
         /**
@@ -3216,12 +3187,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Adresse trop longue : 8192 caractères au plus."
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "uri_too_long";
+                };
             };
         };
         /** @description En-têtes de la requête trop volumineux (16 Kio au plus, ligne de requête comprise). */
@@ -3230,12 +3199,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "En-têtes de la requête trop volumineux (16 Kio au plus, adresse comprise)."
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "headers_too_large";
+                };
             };
         };
         /** @description Corps de la requête de plus de 1 Mio. */
@@ -3244,12 +3211,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Corps de la requête trop volumineux (1 Mio au plus)."
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "body_too_large";
+                };
             };
         };
         /** @description Le corps n'est pas envoyé en `Content-Type: application/json`. */
@@ -3258,12 +3223,10 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "error": "Type de contenu non pris en charge : envoyez « Content-Type: application/json »."
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {unknown} */
+                    code?: "unsupported_media_type";
+                };
             };
         };
         /**

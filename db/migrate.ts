@@ -16,6 +16,7 @@ import * as m20261128T0100_organisation_foreign_keys from './migrations/20261128
 import * as m20261128T0200_learner_years from './migrations/20261128T0200-learner-years';
 import * as m20261128T0300_quiz_answers_attempt_copies from './migrations/20261128T0300-quiz-answers-attempt-copies';
 import * as m20261128T0400_management from './migrations/20261128T0400-management';
+import * as m20261128T0500_webhook_failure_codes from './migrations/20261128T0500-webhook-failure-codes';
 
 /**
  * Every migration, by name; names sort in the order they run. A static list rather than a read of
@@ -40,6 +41,7 @@ export const migrations: Record<string, Migration> = {
   '20261128T0200-learner-years': m20261128T0200_learner_years,
   '20261128T0300-quiz-answers-attempt-copies': m20261128T0300_quiz_answers_attempt_copies,
   '20261128T0400-management': m20261128T0400_management,
+  '20261128T0500-webhook-failure-codes': m20261128T0500_webhook_failure_codes,
 };
 
 const listedMigrations: MigrationProvider = { getMigrations: async () => migrations };

@@ -83,7 +83,8 @@ export function parisOffsetMinutes(instant: Date): number {
 
 const longFrenchDate = new Intl.DateTimeFormat('fr-FR', { timeZone: 'Europe/Paris', dateStyle: 'long' });
 
-/** `24 novembre 2026`: a date in a French sentence (messages to partners and operators). */
+/** `24 novembre 2026`, `1er février 2024`: a date in a French sentence (messages to partners and operators). */
 export function formatParisLongDate(date: Date): string {
-  return longFrenchDate.format(date);
+  // French writes the first day of a month as an ordinal; Intl gives the cardinal.
+  return longFrenchDate.format(date).replace(/^1 /, '1er ');
 }

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { DB } from './connection';
 import { afterPosition, type ListPosition, positionOf } from './list-position';
-import type { DeliveryStatus } from './tables/webhooks';
+import type { DeliveryStatus, WebhookFailureCode } from './tables/webhooks';
 import { type EventData, type EventType, queueAttempts, recordEventForEndpoint } from './webhooks';
 
 /*
@@ -291,7 +291,7 @@ export async function listDeliveriesPage(db: DB, orgId: string, filters: Deliver
     limit ${limit + 1}`.execute(db);
   if (deliveries.length === 0) return [];
   const { rows: attempts } = await sql<AttemptRow & { delivery_id: string; attempt_total: number }>`
-    select a.delivery_id, a.attempted_at, a.duration_ms, a.status_code, a.succeeded, a.error, a.response_excerpt, a.attempt_total
+    select a.delivery_id, a.attempted_at, a.duration_ms, a.status_code, a.succeeded, a.error, a.error_code, a.response_excerpt, a.attempt_total
     from unnest(${deliveries.map((d) => d.id)}::uuid[]) as shown(id)
     cross join lateral (
       select a.*, count(*) over ()::int as attempt_total, row_number() over (order by a.id desc) as recency
@@ -336,6 +336,7 @@ interface AttemptRow {
   status_code: number | null;
   succeeded: boolean;
   error: string | null;
+  error_code: WebhookFailureCode | null;
   response_excerpt: string | null;
 }
 

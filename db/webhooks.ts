@@ -3,6 +3,7 @@ import PgBoss from 'pg-boss';
 import type { components, webhooks } from '../codegen/openapi';
 import { advisoryLocks, type DB, withAdvisoryLock } from './connection';
 import { parisRfc3339 } from './render';
+import type { WebhookFailureCode } from './tables/webhooks';
 
 /*
  * Events and their webhook deliveries: all the SQL of the capability, in the order data flows.
@@ -345,6 +346,8 @@ export interface AttemptOutcome {
   statusCode: number | null;
   succeeded: boolean;
   error: string | null;
+  /** Why it failed, stable (`timeout`, `http_status`…); null for a success. */
+  errorCode: WebhookFailureCode | null;
   responseExcerpt: string | null;
 }
 
@@ -407,11 +410,11 @@ async function logAttemptsAndSuccesses(
       update webhook_endpoints set consecutive_failures = 0
       where id = any(${[...new Set(succeeded.map((d) => d.endpoint_id))]}::uuid[]) and consecutive_failures <> 0
     )
-    insert into webhook_attempts (delivery_id, attempted_at, duration_ms, status_code, succeeded, error, response_excerpt)
+    insert into webhook_attempts (delivery_id, attempted_at, duration_ms, status_code, succeeded, error, error_code, response_excerpt)
     select a.* from unnest(${attempts.map((a) => a.delivery.id)}::uuid[], ${outcomes.map((o) => o.attemptedAt)}::timestamptz[],
       ${outcomes.map((o) => o.durationMs)}::int[], ${outcomes.map((o) => o.statusCode)}::int[], ${outcomes.map((o) => o.succeeded)}::boolean[],
-      ${outcomes.map((o) => o.error)}::text[], ${outcomes.map((o) => o.responseExcerpt)}::text[])
-      as a(delivery_id, attempted_at, duration_ms, status_code, succeeded, error, response_excerpt)
+      ${outcomes.map((o) => o.error)}::text[], ${outcomes.map((o) => o.errorCode)}::text[], ${outcomes.map((o) => o.responseExcerpt)}::text[])
+      as a(delivery_id, attempted_at, duration_ms, status_code, succeeded, error, error_code, response_excerpt)
     -- A delivery deleted with its endpoint while its attempt was in flight logs nothing.
     join webhook_deliveries d on d.id = a.delivery_id`.execute(db);
 }

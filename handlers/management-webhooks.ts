@@ -68,6 +68,7 @@ export function deliveryView(delivery: LoggedDelivery): WebhookDelivery {
       status_code: attempt.status_code,
       succeeded: attempt.succeeded,
       error: attempt.error,
+      error_code: attempt.error_code,
       response_excerpt: attempt.response_excerpt,
     })),
   };

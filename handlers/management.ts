@@ -81,10 +81,7 @@ export function createManagementHandlers(context: ManagementHandlerContext) {
     async endPortalSession(request: RequestOf<'endPortalSession'>, reply: FastifyReply) {
       const session = request.portalSession!;
       await logOutPortalSession(db, session, request.actor);
-      return reply
-        .clearCookie(sessionCookieName(request, config.publicBaseUrl), sessionCookieOptions(request, config.publicBaseUrl))
-        .code(204)
-        .send();
+      return reply.clearCookie(sessionCookieName(request), sessionCookieOptions(request)).code(204).send();
     },
 
     async revokePortalSessions(request: RequestOf<'revokePortalSessions'>) {

@@ -15,6 +15,7 @@ export async function resolveLearner(context: HandlerContext, request: FastifyRe
       query.email
         ? `Aucun apprenant de votre organisation n’a l’adresse « ${query.email} ».`
         : `Aucun apprenant de votre organisation n’a l’identifiant « ${query.user_id} ».`,
+      { param: query.email ? 'email' : 'user_id' },
     );
   }
   return learner;
@@ -29,7 +30,9 @@ export async function resolveProgramme(
   if (slug === undefined || slug === null) return null;
   const programmeId = await findProgrammeId(context.db, request.caller.orgId, slug);
   if (programmeId === null) {
-    throw new ApiError('unknown_programme', `Paramètre « programme » invalide : aucun programme « ${slug} » dans votre organisation.`);
+    throw new ApiError('unknown_programme', `Paramètre « programme » invalide : aucun programme « ${slug} » dans votre organisation.`, {
+      param: 'programme',
+    });
   }
   return programmeId;
 }

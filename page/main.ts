@@ -410,7 +410,14 @@ async function renderDeliveries(): Promise<void> {
               when(attempt.attempted_at),
               attempt.status_code === null ? 'aucune réponse' : String(attempt.status_code),
               `${attempt.duration_ms} ms`,
-              attempt.error ?? '—',
+              attempt.error_code === null
+                ? '—'
+                : h(
+                    'span',
+                    {},
+                    h('a', { href: `/manage/v1/docs/errors#webhook-${attempt.error_code}` }, h('code', {}, attempt.error_code)),
+                    ` ${attempt.error ?? ''}`,
+                  ),
               attempt.response_excerpt ?? '—',
             ]),
           ),

@@ -43,10 +43,14 @@ function checkRow(row: EnrolmentRequest, rules: EnrolmentRules, field: string): 
     throw new ApiError(
       'unknown_programme',
       `Programme inconnu dans votre organisation : « ${unknown} » (${field}programme_slugs). Rien n’a été écrit.`,
+      { param: `${field}programme_slugs` },
     );
   }
   if (email.length > maxEmailLength || !emailPattern.test(email)) {
-    return { email, error: new ApiError('invalid_email', `« ${email} » n’est pas une adresse électronique valide.`) };
+    return {
+      email,
+      error: new ApiError('invalid_email', `« ${email} » n’est pas une adresse électronique valide.`, { param: `${field}email` }),
+    };
   }
   const domain = email.slice(email.lastIndexOf('@') + 1);
   if (rules.allowedEmailDomains.length > 0 && !rules.allowedEmailDomains.includes(domain)) {
@@ -55,20 +59,24 @@ function checkRow(row: EnrolmentRequest, rules: EnrolmentRules, field: string): 
       error: new ApiError(
         'email_domain_not_allowed',
         `L’adresse « ${email} » n’appartient pas à un domaine autorisé pour votre organisation (domaines autorisés : ${rules.allowedEmailDomains.join(', ')}).`,
+        { param: `${field}email` },
       ),
     };
   }
   return { email, candidate: { email, programmes: slugs.map((slug) => ({ id: rules.programmeIdsBySlug.get(slug)!, slug })) } };
 }
 
-function outcomeError(outcome: Exclude<EnrolmentOutcome, { kind: 'enrolled' }>): ApiError {
+/** Why a row was not enrolled; `field` is the row's place in the body (`users[3].`, or nothing for one learner). */
+function outcomeError(outcome: Exclude<EnrolmentOutcome, { kind: 'enrolled' }>, field: string): ApiError {
   switch (outcome.kind) {
     case 'already_member':
-      return new ApiError('already_member');
+      return new ApiError('already_member', undefined, { param: `${field}email` });
     case 'duplicate':
-      return new ApiError('already_member', 'Adresse déjà présente plus haut dans ce lot : l’apprenant n’y est traité qu’une fois.');
+      return new ApiError('already_member', 'Adresse déjà présente plus haut dans ce lot : l’apprenant n’y est traité qu’une fois.', {
+        param: `${field}email`,
+      });
     case 'no_licence':
-      return new ApiError('no_licence_available');
+      return new ApiError('licence_unavailable');
   }
 }
 
@@ -80,7 +88,7 @@ export async function enrolOne(db: DB, orgId: string, row: EnrolmentRequest): Pr
   const checked = checkRow(row, rules, '');
   if (checked.error) throw checked.error;
   const [outcome] = await enrolLearners(db, { orgId, candidates: [checked.candidate], atomic: false });
-  if (outcome!.kind !== 'enrolled') throw outcomeError(outcome!);
+  if (outcome!.kind !== 'enrolled') throw outcomeError(outcome!, '');
   return { member: outcome!.member, status: outcome!.status };
 }
 
@@ -95,10 +103,8 @@ export async function enrolBatch(db: DB, orgId: string, rows: EnrolmentRequest[]
   if (atomic) {
     const refused = checked.flatMap((row, index) => (row.error ? [`users[${index}] : ${row.error.message}`] : []));
     if (refused.length > 0) {
-      throw new ApiError(
-        checked.find((row) => row.error)!.error!.code,
-        `Lot atomique refusé, personne n’a été inscrit. ${refused.join(' ; ')}`,
-      );
+      const first = checked.find((row) => row.error)!.error!;
+      throw new ApiError(first.code, `Lot atomique refusé, personne n’a été inscrit. ${refused.join(' ; ')}`, first.extraBody);
     }
   }
   const candidates = checked.flatMap((row) => (row.candidate ? [row.candidate] : []));
@@ -116,7 +122,7 @@ export async function enrolBatch(db: DB, orgId: string, rows: EnrolmentRequest[]
   const results = checked.map((row): BulkEnrolmentResult => {
     const outcome = row.error ? null : remaining.next().value!;
     if (outcome?.kind === 'enrolled') return { email: row.email, status: outcome.status, member_id: outcome.member.id };
-    return { email: row.email, member_id: null, error: (row.error ?? outcomeError(outcome!)).message };
+    return { email: row.email, member_id: null, error: (row.error ?? outcomeError(outcome!, '')).message };
   });
   const enrolled = results.filter((result) => result.status !== undefined).length;
   return { summary: { requested: results.length, enrolled, failed: results.length - enrolled }, results };

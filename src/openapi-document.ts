@@ -9,6 +9,9 @@ export const projectFolder = path.join(path.dirname(fileURLToPath(import.meta.ur
 
 export const openapiPath = path.join(projectFolder, 'openapi.yaml');
 
+/** Where the partner API's operations are answered and its document and docs served. */
+export const apiPrefix = '/v1';
+
 /** openapi.yaml, the single source of truth: its text as served, and its parsed form. */
 export const openapiText = readFileSync(openapiPath, 'utf8');
 

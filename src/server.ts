@@ -112,9 +112,9 @@ async function main(): Promise<void> {
   const renderPoolWarmedUp = startPhases.track('le préchauffage du rendu des PDF', renderPool.warmUp());
   // Awaited once the rest is ready; a failure before then must not count as unhandled.
   renderPoolWarmedUp.catch(() => undefined);
-  const [{ openServerContext }, { apiPrefix, buildApp }] = await startPhases.track(
+  const [{ openServerContext }, { buildApp }, { apiPrefix }] = await startPhases.track(
     'le chargement du serveur',
-    Promise.all([import('./context'), import('./http/app')]),
+    Promise.all([import('./context'), import('./http/app'), import('./openapi-document')]),
   );
   const context = await openServerContext(config, renderPool, startPhases, renderPoolWarmedUp);
   let app: FastifyInstance;

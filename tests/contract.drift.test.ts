@@ -110,15 +110,19 @@ describe('openapi.yaml against the spec', () => {
 
   it('names in the envelopes, enrolment records and errors only what the spec and docs/decisions.md name', () => {
     const schemas = document.components.schemas;
-    const names = (schema: any) => Object.keys(deref(schema).properties ?? {});
+    // A schema's properties, with those of the schemas it combines (`allOf`).
+    const names = (schema: any): string[] => {
+      const resolved = deref(schema);
+      return [...(resolved.allOf ?? []).flatMap(names), ...Object.keys(resolved.properties ?? {})];
+    };
     expect(names(schemas.Meta)).toEqual(['org_name', 'year', 'generated_at', 'truncated', 'updated_since', 'learner', 'programme']);
     expect(names(deref(schemas.Meta).properties.learner)).toEqual(['user_id', 'email']);
     expect(names(schemas.Pagination)).toEqual(['limit', 'offset', 'count', 'total', 'has_more']);
     expect(names(schemas.Member)).toEqual(['id', 'user_id', 'email', 'nom', 'statut', 'licence_type', 'programmes', 'inscrit_le']);
     expect(names(schemas.EnrolmentResponse)).toEqual(['member', 'status']);
     expect(names(schemas.BulkEnrolmentResponse)).toEqual(['summary', 'results']);
-    expect(names(schemas.Error)).toEqual(['error']);
-    expect(names(schemas.UnknownResourceError)).toEqual(['error', 'available']);
-    expect(names(schemas.RateLimitError)).toEqual(['error', 'retry_after']);
+    expect(names(schemas.Error)).toEqual(['error', 'code', 'param', 'doc_url']);
+    expect(names(schemas.UnknownResourceError)).toEqual(['error', 'code', 'param', 'doc_url', 'available']);
+    expect(names(schemas.RateLimitError)).toEqual(['error', 'code', 'param', 'doc_url', 'retry_after']);
   });
 });

@@ -292,7 +292,10 @@ function contractInvariants(request: GeneratedRequest, response: Response): stri
     if (errors.length > 0) problems.push(`body not valid against the contract (${errors.slice(0, 2).join('; ')})`);
     if (
       status >= 400 &&
-      (typeof body.error !== 'string' || Object.keys(body).some((key) => !['error', 'available', 'retry_after'].includes(key)))
+      (typeof body.error !== 'string' ||
+        typeof body.code !== 'string' ||
+        body.doc_url !== `http://localhost/v1/docs/errors#${body.code}` ||
+        Object.keys(body).some((key) => !['error', 'code', 'param', 'doc_url', 'available', 'retry_after'].includes(key)))
     )
       problems.push('error not in the one shape');
   } else if (type.startsWith('text/csv')) {

@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadOpenapiDocument } from '../src/openapi-document';
+import { loadManagementDocument, loadOpenapiDocument } from '../src/openapi-document';
 import { ensureChromium, headlessChromium, openBrowserPage } from './support/chromium';
 import { useTestDatabase } from './support/lifecycle';
 import { projectRoot, type ServerProcess, startServerProcess } from './support/server-process';
@@ -194,4 +194,49 @@ describe.skipIf('missing' in chromium)('the docs page in a real browser', () => 
       await close();
     }
   }, 120_000);
+
+  it.each([
+    ['/v1', '/v1/learners', loadOpenapiDocument],
+    ['/manage/v1', '/manage/v1/session', loadManagementDocument],
+  ])(
+    'explains every error code of %s on its errors page, where an error body’s doc_url leads',
+    async (prefix, refused, load) => {
+      const { page, close } = await openBrowserPage(browser);
+      try {
+        // An error the server answers (no credential): its doc_url opens the page on its code's row.
+        const refusal = (await (await fetch(serverRoot() + refused)).json()) as { code: string; doc_url: string };
+        expect(refusal.doc_url).toBe(`${serverRoot()}${prefix}/docs/errors#${refusal.code}`);
+        await page.goto(refusal.doc_url);
+        expect(await page.locator(':target').getAttribute('id')).toBe(refusal.code);
+        await expect(page.locator(':target').isVisible()).resolves.toBe(true);
+        // Every code the document declares has its row, with its HTTP status and its description.
+        const declared = load().components.schemas.ErrorCode.oneOf as { const: string; description: string }[];
+        for (const { const: code, description } of declared) {
+          const cells = await page.locator(`tr[id="${code}"] > *`).allTextContents();
+          expect(cells[0], code).toBe(code);
+          expect(cells[1], code).toMatch(/^[45]\d\d$/);
+          expect(cells[2]!.replace(/\s+/g, ' ').trim(), code).toBe(description.replace(/`/g, '').replace(/\s+/g, ' ').trim());
+        }
+        const failures = (load().components.schemas.WebhookFailureCode?.oneOf ?? []) as { const: string; description: string }[];
+        for (const { const: code, description } of failures) {
+          const cells = await page.locator(`tr[id="webhook-${code}"] > *`).allTextContents();
+          const words = (text: string) => text.replace(/`/g, '').replace(/\s+/g, ' ').trim();
+          expect(cells.map(words), code).toEqual([code, words(description)]);
+        }
+        if (prefix === '/manage/v1') expect(failures.length).toBeGreaterThan(0);
+        expect(await page.locator('tbody tr').count()).toBe(declared.length + failures.length);
+        // The page's own style applies under its Content-Security-Policy (its hash is right).
+        expect(await page.evaluate<string>("getComputedStyle(document.querySelector('table')).borderCollapse")).toBe('collapse');
+        // axe-core, evaluated through the DevTools protocol (the page's CSP allows no script).
+        await page.evaluate(await readFile(path.join(projectRoot, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8'));
+        const violations = await page.evaluate<{ id: string; impact: string }[]>(
+          'axe.run().then((result) => result.violations.map((v) => ({ id: v.id, impact: v.impact })))',
+        );
+        expect(violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')).toEqual([]);
+      } finally {
+        await close();
+      }
+    },
+    120_000,
+  );
 });

@@ -140,7 +140,13 @@ describe('POST /users, a best-effort batch', () => {
     const org = await newOrg({ standard: 60 });
     await expectRefused(org, { users: [] }, 400, /« users » doit contenir au moins 1 élément/);
     await expectRefused(org, { users: rows(learnerEmails('trop', 51)) }, 400, /« users » doit contenir au plus 50 éléments/);
-    await expectRefused(org, { users: [{ email: 'a@exemple.fr' }, { programme_slugs: [] }] }, 400, /« users\[1\]\.email » est obligatoire/);
+    const missing = await expectRefused(
+      org,
+      { users: [{ email: 'a@exemple.fr' }, { programme_slugs: [] }] },
+      400,
+      /« users\[1\]\.email » est obligatoire/,
+    );
+    expect(missing).toMatchObject({ code: 'invalid_body', param: 'users[1].email' });
     await expectRefused(
       org,
       { users: [{ email: 'a@exemple.fr' }, { email: 'b@exemple.fr', nom: 'B' }] },
@@ -200,12 +206,14 @@ describe('POST /users, an atomic batch', () => {
 
   it('refuses the whole batch with 400 when any row has a bad email or domain, naming the rows', async () => {
     const org = await newOrg({ standard: 5 }, ['exemple.fr']);
-    await expectRefused(
+    const refusal = await expectRefused(
       org,
       { users: rows(['a@exemple.fr', 'mauvaise', 'c@gmail.com']), atomic: true },
       400,
       /^Lot atomique refusé, personne n’a été inscrit\. users\[1\] : « mauvaise » n’est pas une adresse électronique valide\. ; users\[2\] : L’adresse « c@gmail\.com » n’appartient pas/,
     );
+    // The code and the field of the first row at fault.
+    expect(refusal).toMatchObject({ code: 'invalid_email', param: 'users[1].email' });
   });
 
   it('with atomic false behaves as best effort', async () => {

@@ -113,7 +113,13 @@ describe('POST /users, one learner', () => {
       .where('id', '=', first.json().member.user_id)
       .executeTakeFirstOrThrow();
     expect(account.email).toBe('hugo.bernard@exemple.fr');
-    await expectRefused(org, { email: 'hugo.bernard@exemple.fr' }, 409, /^Cet apprenant est déjà membre de votre organisation\.$/);
+    const member = await expectRefused(
+      org,
+      { email: 'hugo.bernard@exemple.fr' },
+      409,
+      /^Cet apprenant est déjà membre de votre organisation\.$/,
+    );
+    expect(member).toMatchObject({ code: 'already_member', param: 'email' });
     await expectRefused(org, { email: ' HUGO.BERNARD@EXEMPLE.FR' }, 409, /déjà membre/);
   });
 
@@ -121,7 +127,11 @@ describe('POST /users, one learner', () => {
     const org = await newOrg({ standard: 1, tutorat: 1 });
     expect((await enrol(org, { email: 'a@exemple.fr' })).json().member.licence_type).toBe('standard');
     expect((await enrol(org, { email: 'b@exemple.fr' })).json().member.licence_type).toBe('tutorat');
-    await expectRefused(org, { email: 'c@exemple.fr' }, 409, /^Aucune licence disponible dans votre organisation\.$/);
+    expect(await expectRefused(org, { email: 'c@exemple.fr' }, 409, /^Aucune licence disponible dans votre organisation\.$/)).toMatchObject(
+      {
+        code: 'licence_unavailable',
+      },
+    );
     expect(await fixture.db.selectFrom('accounts').select('id').where('email', '=', 'c@exemple.fr').execute()).toEqual([]);
   });
 
@@ -158,12 +168,13 @@ describe('POST /users, one learner', () => {
     await addProgramme(org.orgId, 'excel-intermediaire');
     const other = await newOrg();
     await addProgramme(other.orgId, 'secret-programme');
-    await expectRefused(
+    const unknown = await expectRefused(
       org,
       { email: 'x@exemple.fr', programme_slugs: ['excel-intermediaire', 'excel-avance'] },
       400,
       /Programme inconnu.*« excel-avance »/,
     );
+    expect(unknown).toMatchObject({ code: 'unknown_programme', param: 'programme_slugs' });
     await expectRefused(
       org,
       { email: 'x@exemple.fr', programme_slugs: ['secret-programme'] },

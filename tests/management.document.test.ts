@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { errorCodes } from '../src/http/errors';
-import { loadManagementDocument, managementText } from '../src/openapi-document';
+import { managementText } from '../src/openapi-document';
 import { useTestApp } from './support/lifecycle';
 
 // management.yaml served as it is, and its docs page beside /v1's, all without a credential; an
@@ -27,31 +26,5 @@ describe('the management API’s document', () => {
     expect(partners.statusCode).toBe(200);
     expect(Object.keys(partners.json().paths)).not.toContain('/organisations/{org_id}/webhook-endpoints');
     expect(JSON.stringify(partners.json())).not.toContain('createWebhookEndpoint');
-  });
-});
-
-// The codes only /v1 answers: its key, its scope and its resources. Every other code of the
-// catalogue may come out of the management API, so management.yaml declares it.
-const partnerOnlyCodes = [
-  'key_missing',
-  'key_invalid',
-  'key_revoked',
-  'key_expired',
-  'scope_write_required',
-  'unknown_resource',
-  'unknown_learner',
-  'unknown_programme',
-  'invalid_email',
-  'learner_identifier_missing',
-  'email_domain_not_allowed',
-  'already_member',
-  'no_licence_available',
-  'insufficient_licences',
-];
-
-describe('the management API’s error codes', () => {
-  it('are declared in management.yaml, each of them, and nothing else', () => {
-    const declared = loadManagementDocument().components.schemas.ErrorCode.oneOf.map((entry: { const: string }) => entry.const);
-    expect([...declared].sort()).toEqual(errorCodes.filter((code) => !partnerOnlyCodes.includes(code)).sort());
   });
 });

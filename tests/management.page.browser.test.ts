@@ -179,6 +179,10 @@ describe.skipIf('missing' in chromium)('the page « API et intégrations » in a
     await page.getByRole('button', { name: 'Filtrer' }).click();
     const dead = page.locator('#deliveries > .table-scroll > table > tbody > tr').first();
     await expect.poll(() => dead.textContent()).toContain('Abandonnée');
+    // Each failed attempt says why in its code, which leads to its explanation.
+    const failureCodes = dead.locator('a[href="/manage/v1/docs/errors#webhook-http_status"]');
+    expect(await failureCodes.count()).toBeGreaterThan(0);
+    expect(await failureCodes.first().textContent()).toBe('http_status');
     const before = receiver.received.length;
     await dead.getByRole('button', { name: 'Renvoyer' }).click();
     await expect.poll(() => notice(page).textContent()).toContain('Livraison renvoyée');

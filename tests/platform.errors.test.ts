@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadOpenapiDocument } from '../src/openapi-document';
-import { bearer } from './support/app';
+import { bearer, errorBody } from './support/app';
 import { createOrgWithKeys } from './support/factories';
 import { useTestApp } from './support/lifecycle';
+import { offeredResourceNames } from './support/list-resources';
 
 const fixture = useTestApp();
 let key: string;
@@ -18,10 +19,11 @@ describe('error bodies', () => {
   it('answers an unknown resource with 404 and the list of resources the contract gives', async () => {
     const response = await get('/v1/cours');
     expect(response.statusCode).toBe(404);
-    expect(response.json()).toEqual({
-      error: expect.stringContaining('cours'),
-      available: loadOpenapiDocument().components.schemas.UnknownResourceError.properties.available.items.enum,
-    });
+    expect(response.json()).toEqual(
+      errorBody(expect.stringContaining('cours'), 'unknown_resource', {
+        available: offeredResourceNames(loadOpenapiDocument()),
+      }),
+    );
   });
 
   it.each([
@@ -39,7 +41,7 @@ describe('error bodies', () => {
     expect(response.statusCode).toBe(405);
     expect(response.headers.allow).toBe(allow);
     if (method !== 'HEAD')
-      expect(response.json()).toEqual({ error: expect.stringMatching(new RegExp(`^Méthode ${method} non autorisée`)) });
+      expect(response.json()).toEqual(errorBody(expect.stringMatching(new RegExp(`^Méthode ${method} non autorisée`))));
   });
 
   it.each([
@@ -52,7 +54,7 @@ describe('error bodies', () => {
   ])('answers %s %s with a body it cannot read as 404 or 405, never 400, 413 or 415', async (method, url, headers, payload, status) => {
     const response = await fixture.app.inject({ method: method as 'POST', url, headers: { ...bearer(key), ...headers }, payload });
     expect(response.statusCode).toBe(status);
-    expect(response.json()).toEqual({ error: expect.stringMatching(status === 405 ? /^Méthode .* non autorisée/ : /^Adresse inconnue/) });
+    expect(response.json()).toEqual(errorBody(expect.stringMatching(status === 405 ? /^Méthode .* non autorisée/ : /^Adresse inconnue/)));
     // Without a key, the key comes first, whatever the body.
     const anonymous = await fixture.app.inject({ method: method as 'POST', url, headers, payload });
     expect(anonymous.statusCode).toBe(401);
@@ -73,7 +75,7 @@ describe('error bodies', () => {
     const { error } = response.json();
     expect(error).toContain(`« ${name} »`);
     expect(error).toMatch(detail);
-    expect(Object.keys(response.json())).toEqual(['error']);
+    expect(response.json()).toEqual(errorBody(error, 'invalid_parameter', { param: name }));
   });
 
   it('answers an unknown address with a French 404', async () => {
@@ -87,7 +89,7 @@ describe('error bodies', () => {
     try {
       const response = await get('/v1/users');
       expect(response.statusCode).toBe(500);
-      expect(response.json()).toEqual({ error: expect.stringMatching(/^Erreur interne du serveur/) });
+      expect(response.json()).toEqual(errorBody(expect.stringMatching(/^Erreur interne du serveur/)));
       expect(response.body).not.toMatch(/memberships|relation|select|stack/i);
       expect(response.headers['x-request-id']).toBeTruthy();
     } finally {

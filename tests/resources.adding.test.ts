@@ -9,6 +9,7 @@ import { startReportPrefix } from '../src/start-phases';
 import { bearer } from './support/app';
 import { createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
+import { offeredResourceNames } from './support/list-resources';
 import { projectRoot, runToExit, type ServerProcess, startServerProcess } from './support/server-process';
 
 // Adding a list resource is its definition file and its operation in openapi.yaml, nothing else:
@@ -97,7 +98,7 @@ function withOrganisationFacts(openapi: string): string {
 `;
   const afterLessonRatings = openapi.indexOf('\n  /', openapi.indexOf('  /lesson-ratings:\n') + 1) + 1;
   const withSchemas = openapi.replace('    UnknownResourceError:\n', `${schemas}    UnknownResourceError:\n`);
-  const enumLine = /( {12}enum: \[learners, [^\]]*)\]/;
+  const enumLine = /( {16}enum: \[learners, [^\]]*)\]/;
   expect(withSchemas).toMatch(enumLine);
   return `${withSchemas.slice(0, afterLessonRatings)}${operation}\n${withSchemas.slice(afterLessonRatings)}`.replace(
     enumLine,
@@ -189,7 +190,7 @@ describe('adding a list resource', () => {
     const { available } = (await unknown.json()) as { available: string[] };
     expect(available.at(-1)).toBe('organisation-facts');
     const served = (await (await fetch(`${server.baseUrl}/openapi.json`)).json()) as Record<string, any>;
-    expect(available).toEqual(served.components.schemas.UnknownResourceError.properties.available.items.enum);
+    expect(available).toEqual(offeredResourceNames(served));
 
     await expect(typeCheck).resolves.toBeDefined();
     // Nothing else was edited: the operation, the definition, and the types generated from the one.

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadResourceDefinitions } from '../db/resource-registry';
 import { listOperations, loadOpenapiDocument } from '../src/openapi-document';
-import { listResourceNames, resourceNames } from './support/list-resources';
+import { listResourceNames, offeredResourceNames, resourceNames } from './support/list-resources';
 import { projectRoot } from './support/server-process';
 
 // The list resources are openapi.yaml's list operations, each answered by the definition that
@@ -32,7 +32,7 @@ describe('the list resources', () => {
   });
 
   it('are offered by the 404 of GET /{resource} with `summary`, as the contract lists them, in its order', () => {
-    const contract = document.components.schemas.UnknownResourceError.properties.available.items.enum;
+    const contract = offeredResourceNames(document);
     expect(resourceNames).toEqual(contract);
     expect(resourceNames.filter((name) => name !== 'summary')).toEqual(listResourceNames);
     expect(resourceNames).toContain('summary');

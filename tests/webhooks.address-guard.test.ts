@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   checkWebhookUrl,
   checkWebhookUrlForm,
@@ -6,6 +8,7 @@ import {
   guardedLookup,
   WebhookAddressError,
 } from '../src/webhooks/address-guard';
+import { createWebhookAgents, postWebhook } from '../src/webhooks/http-post';
 
 const strict = { allowLoopback: false };
 const development = { allowLoopback: true };
@@ -105,5 +108,42 @@ describe('the webhook address guard (SSRF)', () => {
     });
     expect(allowed.error).toBeNull();
     expect(allowed.addresses).toEqual(expect.arrayContaining([expect.objectContaining({ family: expect.any(Number) })]));
+  });
+});
+
+describe('a failed POST of a delivery', () => {
+  const agents = createWebhookAgents();
+  afterAll(() => agents.close());
+  const post = (url: string) =>
+    postWebhook(agents, { url, headers: { 'content-type': 'application/json' }, body: '{}', timeoutMs: 2000, allowInsecure: true });
+
+  it('says why in a stable code as well as in words: no service, no name, no TLS, a cut connection', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const plain = createServer((_request, response) => response.end('ok'));
+    const cutting = createServer((request) => request.socket.destroy());
+    for (const server of [plain, cutting]) await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const cases: [string, string][] = [
+        [`http://127.0.0.1:${closedPort}/hooks`, 'connection_refused'],
+        ['https://nexiste-pas.invalid/hooks', 'dns_failure'],
+        [`https://127.0.0.1:${(plain.address() as AddressInfo).port}/hooks`, 'tls_error'],
+        [`http://127.0.0.1:${(cutting.address() as AddressInfo).port}/hooks`, 'connection_reset'],
+      ];
+      for (const [url, code] of cases) {
+        const outcome = await post(url);
+        expect(outcome, url).toMatchObject({ succeeded: false, statusCode: null, errorCode: code, error: expect.stringMatching(/\S/) });
+      }
+      expect(await post(`http://127.0.0.1:${(plain.address() as AddressInfo).port}/hooks`)).toMatchObject({
+        succeeded: true,
+        error: null,
+        errorCode: null,
+      });
+    } finally {
+      plain.close();
+      cutting.close();
+    }
   });
 });

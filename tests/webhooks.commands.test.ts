@@ -94,6 +94,7 @@ describe('webhook commands', () => {
             succeeded: true,
             duration_ms: expect.any(Number),
             error: null,
+            error_code: null,
             response_excerpt: 'ok',
           }),
         ],

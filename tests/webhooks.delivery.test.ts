@@ -150,10 +150,10 @@ describe('retries', () => {
       (d) => d[0]?.status === 'delivered',
     );
     expect(delivery!.attempt_count).toBe(3);
-    expect(delivery!.attempts.map((a) => [a.status_code, a.succeeded, a.error])).toEqual([
-      [503, false, 'réponse HTTP 503'],
-      [503, false, 'réponse HTTP 503'],
-      [204, true, null],
+    expect(delivery!.attempts.map((a) => [a.status_code, a.succeeded, a.error, a.error_code])).toEqual([
+      [503, false, 'réponse HTTP 503', 'http_status'],
+      [503, false, 'réponse HTTP 503', 'http_status'],
+      [204, true, null, null],
     ]);
     expect(delivery!.attempts[0]!.response_excerpt).toBe('indisponible');
     expect((await findEndpoint(database.db, orgId, endpoint.id))!.consecutive_failures).toBe(0);
@@ -188,7 +188,7 @@ describe('retries', () => {
       [null, false],
       [200, true],
     ]);
-    expect(delivery!.attempts[0]!.error).toBe('délai de réponse dépassé (300 ms)');
+    expect(delivery!.attempts[0]).toMatchObject({ error: 'délai de réponse dépassé (300 ms)', error_code: 'timeout' });
     expect(delivery!.attempts[0]!.duration_ms).toBeLessThan(1500);
   });
 });
@@ -262,6 +262,7 @@ describe('an endpoint', () => {
         status_code: null,
         succeeded: false,
         error: expect.stringMatching(/^adresse refusée : .*loopback/),
+        error_code: 'address_refused',
       });
     }
     expect(receiver.received).toEqual([]);

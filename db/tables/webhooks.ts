@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { components } from '../../codegen/management';
 
 /** Timestamps: written as Date or text, read back as Date. */
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -6,6 +7,9 @@ type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type GeneratedTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'dead';
+
+/** Why an attempt failed, as the management API declares it. */
+export type WebhookFailureCode = components['schemas']['WebhookFailureCode'];
 
 export interface WebhookEndpointsTable {
   id: Generated<string>;
@@ -49,6 +53,7 @@ export interface WebhookAttemptsTable {
   status_code: number | null;
   succeeded: boolean;
   error: string | null;
+  error_code: WebhookFailureCode | null;
   response_excerpt: string | null;
 }
 

@@ -127,7 +127,7 @@ function deliveryLog(deliveries: Delivery[]): string {
         value: (l) => (l.attempt ? (l.attempt.status_code === null ? 'aucune' : `HTTP ${l.attempt.status_code}`) : null),
       },
       { header: 'Durée', value: (l) => (l.attempt ? `${l.attempt.duration_ms} ms` : null), align: 'right' },
-      { header: 'Erreur', value: (l) => l.attempt?.error },
+      { header: 'Erreur', value: (l) => (l.attempt?.error_code ? `${l.attempt.error_code} : ${l.attempt.error}` : l.attempt?.error) },
     ],
     '',
   );
@@ -279,6 +279,7 @@ export const commands: AdminCommand[] = [
               duration_ms: a.duration_ms,
               succeeded: a.succeeded,
               error: a.error,
+              error_code: a.error_code,
               response_excerpt: a.response_excerpt,
             })),
           })),

@@ -12,6 +12,7 @@ import type { Config } from '../config';
 import type { AppContext } from '../context';
 import {
   answerOnlyMediaTypes,
+  apiPrefix,
   declaredMethodsByPath,
   loadOpenapiDocument,
   openapiText,
@@ -20,8 +21,9 @@ import {
 } from '../openapi-document';
 import { createAuthenticator, createSecurityHandlers } from './auth';
 import { conditionalJson } from './conditional-requests';
+import { registerErrorCodesPage } from './error-codes-page';
 import {
-  clientErrorResponse,
+  clientErrorResponder,
   frameworkErrorResponse,
   installErrorHandler,
   jsonContentType,
@@ -34,8 +36,6 @@ import { registerManagementApi } from './management';
 import type { Metrics } from './metrics';
 import { registerPortalDoor, registerPortalPage } from './portal-page';
 import { validatorCompiler } from './validation';
-
-export const apiPrefix = '/v1';
 
 /** Longest URL served (beyond it 414; beyond Node's 16 KiB of headers, the request line included, 431). */
 const maxUrlLength = 8192;
@@ -72,6 +72,7 @@ export async function buildApp(context: AppContext, { logStream, docsLearnerEmai
     draining = true;
   });
   app.decorate('metrics', metrics);
+  app.decorate('publicBaseUrl', config.publicBaseUrl);
   superviseRequests(app, config, metrics, () => draining);
   app.setValidatorCompiler(validatorCompiler);
   // Responses are plain JSON.stringify: a schema-driven serializer would coerce or drop values and
@@ -123,7 +124,7 @@ function createFastify(config: Config, logStream: AppOptions['logStream']): Fast
     // The whole request must arrive within this time (a client that trickles its headers or body).
     requestTimeout: 30_000,
     frameworkErrors: frameworkErrorResponse,
-    clientErrorHandler: clientErrorResponse,
+    clientErrorHandler: clientErrorResponder(config.publicBaseUrl),
     // Node would answer an HTTP/1.1 request without Host with a bare 400; the `onRequest` hook
     // refuses it in the one error shape instead.
     http: { requireHostHeader: false },
@@ -221,6 +222,7 @@ async function registerDocument(app: FastifyInstance, document: Record<string, a
     await docs.register(swagger, { mode: 'static', specification: { document: docsDocument(document, docsLearnerEmail) as never } });
     await docs.register(swaggerUi, { routePrefix: `${apiPrefix}/docs` });
   });
+  registerErrorCodesPage(app, document, apiPrefix);
   for (const url of ['/', apiPrefix, `${apiPrefix}/`]) app.get(url, async (_request, reply) => reply.redirect(`${apiPrefix}/docs/`, 302));
 }
 

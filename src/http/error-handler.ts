@@ -2,8 +2,11 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConnectionPoolExhausted } from '../../db/connection';
 import { isDatabaseUnavailable } from '../database-faults';
+import { apiPrefix } from '../openapi-document';
+import { errorDocUrl } from './error-codes-page';
 import { ApiError, errorBody, serverBusy, serviceUnavailable } from './errors';
-import { frenchValidationMessage } from './validation';
+import { publicOrigin, requestOrigin } from './public-origin';
+import { frenchValidationMessage, validationParam } from './validation';
 
 /** Fastify's own refusals (body parsing, content type, size, URL), by code, as our errors. */
 const frameworkErrors: Record<string, () => ApiError> = {
@@ -30,18 +33,24 @@ const frameworkStatuses: Record<number, () => ApiError> = {
 
 export const jsonContentType = 'application/json; charset=utf-8';
 
-/** Sends the error with its status, headers and JSON body. */
+export const databaseUnavailableMessage =
+  'Service momentanément indisponible : la base de données ne répond pas. Réessayez dans quelques secondes.';
+
+/** Sends the error with its status, headers and JSON body, its `doc_url` on the partner API's page of codes. */
 export function sendApiError(reply: FastifyReply, error: ApiError) {
-  return reply.code(error.statusCode).headers(error.headers).type(jsonContentType).send(errorBody(error));
+  const body = errorBody(error, errorDocUrl(requestOrigin(reply.request), apiPrefix, error.code));
+  return reply.code(error.statusCode).headers(error.headers).type(jsonContentType).send(body);
 }
 
 /** What an error is to the client: our catalogue, always. */
 export function apiErrorOf(error: FastifyError & { errors?: unknown[] }, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
   if (error.validation) {
+    const param = validationParam(error.validation as never);
     return new ApiError(
       error.validationContext === 'body' ? 'invalid_body' : 'invalid_parameter',
       frenchValidationMessage(error.validation as never, error.validationContext),
+      param === undefined ? {} : { param },
     );
   }
   // fastify-openapi-glue wraps the security handler's error in its SecurityError.
@@ -56,7 +65,7 @@ export function apiErrorOf(error: FastifyError & { errors?: unknown[] }, request
   }
   if (isDatabaseUnavailable(error)) {
     request.log.warn({ err: { message: error.message, code: error.code } }, 'base de données indisponible');
-    return serviceUnavailable('Service momentanément indisponible : la base de données ne répond pas. Réessayez dans quelques secondes.');
+    return serviceUnavailable(databaseUnavailableMessage);
   }
   const known = (error.code && frameworkErrors[error.code]) || (error.statusCode && frameworkStatuses[error.statusCode]);
   if (known) {
@@ -94,22 +103,25 @@ export function frameworkErrorResponse(error: FastifyError, request: FastifyRequ
 /**
  * Fastify's `clientErrorHandler` option: what Node's HTTP parser refuses before there is a request
  * (headers too large, malformed HTTP, a request not received in time) gets the same JSON body,
- * written on the socket, which is then closed.
+ * written on the socket, which is then closed. With no request, `doc_url` is on PUBLIC_BASE_URL,
+ * else on the address the connection came to.
  */
-export function clientErrorResponse(error: Error & { code?: string }, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const refusal =
-    error.code === 'HPE_HEADER_OVERFLOW'
-      ? new ApiError('headers_too_large')
-      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? new ApiError('request_timeout')
-        : new ApiError('bad_request');
-  const body = JSON.stringify(errorBody(refusal));
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${refusal.statusCode} ${refusal.statusCode === 431 ? 'Request Header Fields Too Large' : refusal.statusCode === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
-        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy(error);
+export function clientErrorResponder(publicBaseUrl: string | null) {
+  return function clientErrorResponse(error: Error & { code?: string }, socket: Socket): void {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const refusal =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? new ApiError('headers_too_large')
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? new ApiError('request_timeout')
+          : new ApiError('bad_request');
+    const body = JSON.stringify(errorBody(refusal, errorDocUrl(publicOrigin(publicBaseUrl, socket), apiPrefix, refusal.code)));
+    if (socket.writable) {
+      socket.write(
+        `HTTP/1.1 ${refusal.statusCode} ${refusal.statusCode === 431 ? 'Request Header Fields Too Large' : refusal.statusCode === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
+          `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy(error);
+  };
 }

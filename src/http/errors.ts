@@ -52,7 +52,7 @@ const errorCatalogue = {
   method_not_allowed: { status: 405, message: 'Méthode non autorisée sur cette adresse.' },
   request_timeout: { status: 408, message: 'La requête n’a pas été reçue en entier à temps.' },
   already_member: { status: 409, message: 'Cet apprenant est déjà membre de votre organisation.' },
-  no_licence_available: { status: 409, message: 'Aucune licence disponible dans votre organisation.' },
+  licence_unavailable: { status: 409, message: 'Aucune licence disponible dans votre organisation.' },
   insufficient_licences: { status: 409, message: 'Licences disponibles insuffisantes pour ce lot : personne n’a été inscrit.' },
   endpoint_limit_reached: {
     status: 409,
@@ -89,20 +89,25 @@ export type ErrorCode = keyof typeof errorCatalogue;
 /** Every code of the catalogue. */
 export const errorCodes = Object.keys(errorCatalogue) as ErrorCode[];
 
+/** The HTTP status a code is always answered with. */
+export function errorStatus(code: ErrorCode): number {
+  return errorCatalogue[code].status;
+}
+
 export class ApiError extends Error {
   readonly statusCode: number;
 
   constructor(
     readonly code: ErrorCode,
     message?: string,
-    /** Extra body fields the contract names: `available` (404), `retry_after` (429). */
+    /** Extra body fields the contract names: `param` (the parameter or field at fault), `available` (404), `retry_after` (429). */
     readonly extraBody: Record<string, unknown> = {},
     /** Response headers that belong to this error: `Allow` (405), `Retry-After` (429). */
     readonly headers: Record<string, string | number> = {},
   ) {
     super(message ?? errorCatalogue[code].message);
     this.name = 'ApiError';
-    this.statusCode = errorCatalogue[code].status;
+    this.statusCode = errorStatus(code);
   }
 }
 
@@ -119,17 +124,17 @@ export function serverBusy(): ApiError {
   return new ApiError('server_busy', undefined, {}, { 'Retry-After': retryAfterUnavailableSeconds });
 }
 
-export function errorBody(error: ApiError): Record<string, unknown> {
-  return { error: error.message, ...error.extraBody };
+/**
+ * The error body of both APIs: the French sentence, its stable code, `param` (the parameter or
+ * field at fault), `available` or `retry_after` where the error has them, and `doc_url`, where its
+ * code is explained.
+ */
+export function errorBody(error: ApiError, docUrl: string): Record<string, unknown> {
+  return { error: error.message, code: error.code, ...error.extraBody, doc_url: docUrl };
 }
 
-/** The management API's error body: the message, its stable code, and `param` or `retry_after` (429 and 503) when they apply. */
-export function managementErrorBody(error: ApiError): Record<string, unknown> {
+/** The management API's error body: also `retry_after` on a 503, as on a 429. */
+export function managementErrorBody(error: ApiError, docUrl: string): Record<string, unknown> {
   const retryAfter = error.headers['Retry-After'];
-  return {
-    error: error.message,
-    code: error.code,
-    ...(retryAfter === undefined ? {} : { retry_after: Number(retryAfter) }),
-    ...error.extraBody,
-  };
+  return { ...errorBody(error, docUrl), ...(retryAfter === undefined ? {} : { retry_after: Number(retryAfter) }) };
 }

@@ -13,9 +13,10 @@ import { loadManagementDocument, managementText, operationsByRoute } from '../op
 import { hashSecretToken } from '../portal';
 import { isUuid } from '../uuid';
 import { tooManyRequests } from './auth';
+import { errorDocUrl, registerErrorCodesPage } from './error-codes-page';
 import { apiErrorOf, jsonContentType, unknownAddress } from './error-handler';
 import { ApiError, managementErrorBody } from './errors';
-import { validationParam } from './validation';
+import { requestOrigin } from './public-origin';
 
 /*
  * The management API below /manage/v1, from management.yaml as /v1 is from openapi.yaml: the
@@ -32,23 +33,18 @@ export function csrfTokenOf(sessionToken: string): string {
 }
 
 /** Whether browsers reach the page over https: as PUBLIC_BASE_URL says, else as the request came. */
-function pageOverHttps(request: FastifyRequest, publicBaseUrl: string | null): boolean {
-  return publicBaseUrl ? publicBaseUrl.startsWith('https://') : request.protocol === 'https';
+function pageOverHttps(request: FastifyRequest): boolean {
+  return requestOrigin(request).startsWith('https://');
 }
 
 /** The session cookie's name: `__Host-` (which requires Secure) over https, plain over local http. */
-export function sessionCookieName(request: FastifyRequest, publicBaseUrl: string | null): string {
-  return pageOverHttps(request, publicBaseUrl) ? '__Host-portail_session' : 'portail_session';
+export function sessionCookieName(request: FastifyRequest): string {
+  return pageOverHttps(request) ? '__Host-portail_session' : 'portail_session';
 }
 
 /** The session cookie's attributes, the same to set it and to clear it (a browser keeps a cookie cleared with others). */
-export function sessionCookieOptions(request: FastifyRequest, publicBaseUrl: string | null) {
-  return { path: '/', httpOnly: true, sameSite: 'strict' as const, secure: pageOverHttps(request, publicBaseUrl) };
-}
-
-/** The origin the page is served from, which a session's changes must come from. */
-function expectedOrigin(request: FastifyRequest, publicBaseUrl: string | null): string {
-  return publicBaseUrl ? new URL(publicBaseUrl).origin : `${request.protocol}://${request.host}`;
+export function sessionCookieOptions(request: FastifyRequest) {
+  return { path: '/', httpOnly: true, sameSite: 'strict' as const, secure: pageOverHttps(request) };
 }
 
 /** The refusals of a session's attempted change that the audit log records. */
@@ -69,7 +65,7 @@ const callerKindCodes = new Set(['platform_only', 'session_only']);
  * The document's security requirements, checked against the caller the `onRequest` hook found:
  * glue admits a request when one of an operation's alternatives holds.
  */
-function callerChecks(publicBaseUrl: string | null) {
+function callerChecks() {
   return {
     platformToken(request: FastifyRequest) {
       if (request.actor.kind !== 'platform') throw new ApiError('platform_only');
@@ -83,8 +79,7 @@ function callerChecks(publicBaseUrl: string | null) {
       if (request.actor.kind !== 'session' || !session) throw new ApiError('session_only');
       const fetchSite = request.headers['sec-fetch-site'];
       const token = request.headers['x-csrf-token'];
-      const sameOrigin =
-        request.headers.origin === expectedOrigin(request, publicBaseUrl) && (fetchSite === undefined || fetchSite === 'same-origin');
+      const sameOrigin = request.headers.origin === requestOrigin(request) && (fetchSite === undefined || fetchSite === 'same-origin');
       if (!sameOrigin || typeof token !== 'string' || !sameSecret(token, csrfTokenOf(session.token))) throw new ApiError('csrf_rejected');
     },
   };
@@ -114,16 +109,14 @@ function sameSecret(given: string, expected: string): boolean {
 }
 
 function sendManagementError(reply: FastifyReply, error: ApiError) {
-  return reply.code(error.statusCode).headers(error.headers).type(jsonContentType).send(managementErrorBody(error));
+  const body = managementErrorBody(error, errorDocUrl(requestOrigin(reply.request), managementPrefix, error.code));
+  return reply.code(error.statusCode).headers(error.headers).type(jsonContentType).send(body);
 }
 
-/** Any error of the management scope as its answer: the catalogue's, with the parameter a validation error names. */
+/** Any error of the management scope as its answer: the most precise of the security checks' refusals, else the catalogue's. */
 function managementErrorOf(error: FastifyError & { errors?: unknown[] }, request: FastifyRequest): ApiError {
   const refusals = Array.isArray(error.errors) ? error.errors.filter((inner): inner is ApiError => inner instanceof ApiError) : [];
-  const precise = refusals.find((refusal) => !callerKindCodes.has(refusal.code));
-  const apiError = precise ?? apiErrorOf(error, request);
-  const param = error.validation ? validationParam(error.validation as never) : undefined;
-  return param === undefined ? apiError : new ApiError(apiError.code, apiError.message, { ...apiError.extraBody, param }, apiError.headers);
+  return refusals.find((refusal) => !callerKindCodes.has(refusal.code)) ?? apiErrorOf(error, request);
 }
 
 /** The management API and its document, its handlers given by app.ts (the one module that imports handlers/). */
@@ -134,6 +127,7 @@ export async function registerManagementApi(
 ): Promise<void> {
   const { config, db } = context;
   const document = loadManagementDocument();
+  registerErrorCodesPage(app, document, managementPrefix);
   await app.register(
     async (api) => {
       api.get('/openapi.yaml', async (_request, reply) => reply.type('application/yaml; charset=utf-8').send(managementText));
@@ -151,7 +145,7 @@ export async function registerManagementApi(
         // The caller first: nothing of a request runs, not even its validation, before it is known and counted.
         operations.addHook('onRequest', async (request) => {
           const authorization = request.headers.authorization;
-          const sessionToken = request.cookies[sessionCookieName(request, config.publicBaseUrl)];
+          const sessionToken = request.cookies[sessionCookieName(request)];
           if (!authorization?.startsWith('Bearer ') && sessionToken) {
             const limit = config.managementRateLimitPerMinute;
             const session = await findSessionAndCountRequest(db, hashSecretToken(sessionToken), limit, config.rateLimitWindowSeconds);
@@ -209,7 +203,7 @@ export async function registerManagementApi(
         await operations.register(openapiGlue, {
           specification: document,
           serviceHandlers: handlers,
-          securityHandlers: callerChecks(config.publicBaseUrl),
+          securityHandlers: callerChecks(),
         });
         operations.setNotFoundHandler((request, reply) => sendManagementError(reply, unknownAddress(request)));
       });

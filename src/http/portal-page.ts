@@ -7,6 +7,7 @@ import { type Actor, recordChange } from '../audit';
 import type { AppContext } from '../context';
 import { projectFolder } from '../openapi-document';
 import { hashSecretToken, newSecretToken, redemptionPath, replacePreviousSession } from '../portal';
+import { escapeHtml } from './html';
 import { sessionCookieName, sessionCookieOptions } from './management';
 
 /*
@@ -33,10 +34,6 @@ const refusals = {
     message: 'Ce lien a expiré : il doit être ouvert dans les 10 minutes. Rouvrez « API et intégrations » depuis votre tableau de bord.',
   },
 } as const;
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
-}
 
 function refusalPage(reply: FastifyReply, status: number, message: string) {
   const html = `<!doctype html>
@@ -113,13 +110,13 @@ export function registerPortalDoor(app: FastifyInstance, context: AppContext): v
       target: { kind: 'portal_session', id: session.id },
       details: { read_only: session.readOnly },
     });
-    const cookieName = sessionCookieName(request, config.publicBaseUrl);
+    const cookieName = sessionCookieName(request);
     const previous = request.cookies[cookieName];
     if (previous) await replacePreviousSession(db, previous, actor);
     const maxAge = Math.max(1, Math.floor((session.expiresAt.getTime() - Date.now()) / 1000));
     return reply
       .headers(pageSecurityHeaders)
-      .setCookie(cookieName, sessionToken, { ...sessionCookieOptions(request, config.publicBaseUrl), maxAge })
+      .setCookie(cookieName, sessionToken, { ...sessionCookieOptions(request), maxAge })
       .redirect('/integrations/', 302);
   });
 }

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import type { WebhookFailureCode } from '../../db/tables/webhooks';
 import type { AttemptOutcome } from '../../db/webhooks';
 import { checkWebhookUrlForm, guardedLookup, WebhookAddressError } from './address-guard';
 
@@ -26,14 +27,28 @@ export function createWebhookAgents() {
 }
 export type WebhookAgents = ReturnType<typeof createWebhookAgents>;
 
-function describeError(error: unknown): string {
-  if (error instanceof WebhookAddressError) return `adresse refusée : ${error.message}`;
-  const code = (error as NodeJS.ErrnoException).code;
+/** Why a request that got no status failed: its French sentence, and its stable code. */
+function failureOf(error: unknown): Pick<AttemptOutcome, 'error' | 'errorCode'> {
+  if (error instanceof WebhookAddressError) return { error: `adresse refusée : ${error.message}`, errorCode: 'address_refused' };
+  const code = (error as NodeJS.ErrnoException).code ?? '';
   const message = error instanceof Error ? error.message : String(error);
-  return code && !message.includes(code) ? `${message} (${code})` : message;
+  return { error: code && !message.includes(code) ? `${message} (${code})` : message, errorCode: failureCodeOf(code, message) };
 }
 
-type PostResult = Pick<AttemptOutcome, 'statusCode' | 'error' | 'responseExcerpt'>;
+/** Node's error codes (system calls, DNS, OpenSSL) grouped as the delivery log names them. */
+function failureCodeOf(code: string, message: string): WebhookFailureCode {
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns_failure';
+  if (code === 'ECONNREFUSED') return 'connection_refused';
+  if (code === 'ECONNRESET' || code === 'EPIPE' || message === 'socket hang up') return 'connection_reset';
+  if (
+    /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER/.test(code) ||
+    (code === 'EPROTO' && message.includes('SSL routines'))
+  )
+    return 'tls_error';
+  return 'connection_error';
+}
+
+type PostResult = Pick<AttemptOutcome, 'statusCode' | 'error' | 'errorCode' | 'responseExcerpt'>;
 
 /**
  * One POST of a delivery. A 2xx status received within `timeoutMs` (DNS, connection and answer
@@ -63,7 +78,7 @@ export async function postWebhook(
   try {
     url = checkWebhookUrlForm(request.url, { allowInsecure: request.allowInsecure });
   } catch (error) {
-    return finish({ statusCode: null, error: describeError(error), responseExcerpt: null });
+    return finish({ statusCode: null, ...failureOf(error), responseExcerpt: null });
   }
   return send(agents, url, request, finish);
 }
@@ -81,14 +96,19 @@ function send(
     const chunks: Buffer[] = [];
     let received = 0;
     let settled = false;
-    // Once a status has arrived it decides; before that, the error (timeout, connection) does.
-    const settle = (errorWithoutStatus: string) => {
+    // Once a status has arrived it decides; before that, the failure (timeout, connection) does.
+    const settle = (failureWithoutStatus: Pick<AttemptOutcome, 'error' | 'errorCode'>) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       const excerpt = chunks.length > 0 ? Buffer.concat(chunks).toString('utf8').slice(0, excerptCharacters) : null;
-      const error = statusCode === null ? errorWithoutStatus : statusCode >= 200 && statusCode < 300 ? null : `réponse HTTP ${statusCode}`;
-      resolve(finish({ statusCode, error, responseExcerpt: excerpt }));
+      const failure =
+        statusCode === null
+          ? failureWithoutStatus
+          : statusCode >= 200 && statusCode < 300
+            ? { error: null, errorCode: null }
+            : { error: `réponse HTTP ${statusCode}`, errorCode: 'http_status' as const };
+      resolve(finish({ statusCode, ...failure, responseExcerpt: excerpt }));
     };
 
     const client = url.protocol === 'https:' ? https : http;
@@ -107,20 +127,20 @@ function send(
           received += chunk.length;
           if (received > maxResponseBytes) {
             response.destroy();
-            settle('réponse trop longue');
+            settle({ error: 'réponse trop longue', errorCode: 'connection_error' });
           }
         });
-        response.on('end', () => settle('réponse vide'));
-        response.on('error', (error) => settle(describeError(error)));
+        response.on('end', () => settle({ error: 'réponse vide', errorCode: 'connection_error' }));
+        response.on('error', (error) => settle(failureOf(error)));
       },
     );
     // The reply time covers everything: a status that arrives in time counts even if the rest of
     // the body is late (then the connection is dropped).
     const timer = setTimeout(() => {
-      settle(`délai de réponse dépassé (${request.timeoutMs} ms)`);
+      settle({ error: `délai de réponse dépassé (${request.timeoutMs} ms)`, errorCode: 'timeout' });
       outgoing.destroy();
     }, request.timeoutMs);
-    outgoing.on('error', (error) => settle(describeError(error)));
+    outgoing.on('error', (error) => settle(failureOf(error)));
     outgoing.end(body);
   });
 }

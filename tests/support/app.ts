@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { expect } from 'vitest';
 import type { DB } from '../../db/connection';
 import { type Config, loadConfig } from '../../src/config';
 import type { AppContext } from '../../src/context';
@@ -37,3 +38,17 @@ export async function buildTestApp(db: DB, overrides: Partial<Config> = {}, opti
 }
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/**
+ * An error body in the one shape: its French sentence (text or matcher), a code of the catalogue
+ * (`code` when the test names it), where that code is explained, and whatever else it has
+ * (`param`, `available`, `retry_after`). The contract tests check the exact keys.
+ */
+export function errorBody(error: unknown, code?: string, more: Record<string, unknown> = {}) {
+  return expect.objectContaining({
+    error,
+    code: code ?? expect.stringMatching(/^[a-z_]+$/),
+    doc_url: expect.stringMatching(/\/docs\/errors#[a-z_]+$/),
+    ...more,
+  });
+}

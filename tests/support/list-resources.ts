@@ -23,3 +23,9 @@ export function listResource(name: string): ListResource {
   if (!found) throw new Error(`${name} is not a list resource of openapi.yaml`);
   return found;
 }
+
+/** The resource names a document's 404 offers (`UnknownResourceError`'s `available`), in its order. */
+export function offeredResourceNames(contract: Record<string, any>): string[] {
+  const parts: Record<string, any>[] = contract.components.schemas.UnknownResourceError.allOf;
+  return parts.find((part) => part.properties?.available)!.properties.available.items.enum;
+}
