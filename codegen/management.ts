@@ -487,8 +487,9 @@ export interface components {
             /** @description Le paramètre ou le champ en cause, quand il y en a un. */
             param?: string;
             /**
-             * Format: uri
-             * @description La page où ce code est expliqué (`/manage/v1/docs/errors#<code>` de ce serveur).
+             * Format: uri-reference
+             * @description La page où ce code est expliqué : `/manage/v1/docs/errors#<code>` de ce serveur, à son
+             *     adresse publique quand il la connaît (réglage du serveur, ou en-tête `Host`).
              */
             doc_url: string;
             /** @description Secondes à attendre (429 et 503), comme l'en-tête `Retry-After`. */

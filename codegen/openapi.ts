@@ -1036,9 +1036,9 @@ export interface components {
          * @description Corps d'erreur. `error` est une phrase en français, sans détail technique, qui peut évoluer ;
          *     `code` est stable : c'est lui qu'un programme teste.
          * @example {
-         *       "error": "Le paramètre « year » doit être un entier entre 2000 et 2100.",
+         *       "error": "Paramètre « limit » invalide : il doit être inférieur ou égal à 1000.",
          *       "code": "invalid_parameter",
-         *       "param": "year",
+         *       "param": "limit",
          *       "doc_url": "http://localhost:3000/v1/docs/errors#invalid_parameter"
          *     }
          */
@@ -1056,8 +1056,9 @@ export interface components {
              */
             param?: string;
             /**
-             * Format: uri
-             * @description La page où ce code est expliqué (`/v1/docs/errors#<code>` de ce serveur).
+             * Format: uri-reference
+             * @description La page où ce code est expliqué : `/v1/docs/errors#<code>` de ce serveur, à son adresse
+             *     publique quand il la connaît (réglage du serveur, ou en-tête `Host` de la requête).
              */
             doc_url: string;
         };

@@ -12,7 +12,7 @@ import { requestedYear, resolveLearner, resolveProgramme } from './request-scope
 export function createGetActivityReport(context: HandlerContext): OperationHandler<'getActivityReport'> {
   return async (request, reply) => {
     const query = request.query;
-    if (!query.email && !query.user_id) throw new ApiError('learner_identifier_missing', undefined, { param: 'email' });
+    if (!query.email && !query.user_id) throw new ApiError('learner_identifier_missing');
     const learner = (await resolveLearner(context, request, query))!;
     const programmeId = await resolveProgramme(context, request, query.programme);
     const data = await gatherActivityReport(context.db, {

@@ -119,10 +119,10 @@ export async function enrolBatch(db: DB, orgId: string, rows: EnrolmentRequest[]
     );
   }
   const remaining = outcomes.values();
-  const results = checked.map((row): BulkEnrolmentResult => {
+  const results = checked.map((row, index): BulkEnrolmentResult => {
     const outcome = row.error ? null : remaining.next().value!;
     if (outcome?.kind === 'enrolled') return { email: row.email, status: outcome.status, member_id: outcome.member.id };
-    return { email: row.email, member_id: null, error: (row.error ?? outcomeError(outcome!, '')).message };
+    return { email: row.email, member_id: null, error: (row.error ?? outcomeError(outcome!, `users[${index}].`)).message };
   });
   const enrolled = results.filter((result) => result.status !== undefined).length;
   return { summary: { requested: results.length, enrolled, failed: results.length - enrolled }, results };

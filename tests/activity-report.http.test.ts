@@ -9,7 +9,7 @@ import type { components } from '../codegen/openapi';
 import { currentParisYear } from '../db/paris-time';
 import { seedOrganisation } from '../src/local/seed/generate';
 import { extractPdfText, type PdfText } from './activity-report.pdf-text';
-import { bearer, buildTestApp, errorBody } from './support/app';
+import { anErrorBody, bearer, buildTestApp } from './support/app';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
 import { useTestApp } from './support/lifecycle';
 import { expectReportEqualsResources } from './support/report-reading';
@@ -144,7 +144,7 @@ describe('GET /activity-report', () => {
   it('answers 400 when neither email nor user_id is given', async () => {
     const response = await get('/v1/activity-report?year=2025');
     expect(response.statusCode).toBe(400);
-    expect(response.json()).toEqual(errorBody('Indiquez le paramètre « email » ou « user_id » de l’apprenant.'));
+    expect(response.json()).toEqual(anErrorBody('Indiquez le paramètre « email » ou « user_id » de l’apprenant.'));
   });
 
   it('answers 400 for an unknown programme and a malformed parameter', async () => {

@@ -33,6 +33,8 @@ interface Scenario {
   body?: string;
   /** Sent again until the key's budget is spent: the answer is the first 429. */
   untilRateLimited?: true;
+  /** Refused before there is a request, so with no Host to link with: `doc_url` is relative. */
+  relativeDocUrl?: true;
 }
 
 type ScenarioOrText = Scenario | { text: string };
@@ -81,7 +83,7 @@ const partnerScenarios: Record<string, ScenarioOrText> = {
   },
   'TooManyRequests/limite': { path: '/v1/summary', key: 'spare', untilRateLimited: true },
   'UriTooLong/adresse': { path: `/v1/learners?year=2026&x=${'a'.repeat(8200)}` },
-  'HeadersTooLarge/en-tetes': { path: '/v1/learners', headers: { 'x-grand': 'a'.repeat(20_000) } },
+  'HeadersTooLarge/en-tetes': { path: '/v1/learners', headers: { 'x-grand': 'a'.repeat(20_000) }, relativeDocUrl: true },
   'PayloadTooLarge/corps': { method: 'POST', path: '/v1/users', key: 'write', body: JSON.stringify({ email: 'x'.repeat(1_100_000) }) },
   'UnsupportedMediaType/texte': {
     method: 'POST',
@@ -219,7 +221,7 @@ for (const { name: documentName, prefix, document, scenarios } of documents) {
                 error: String(example.error).replace(`${example.retry_after} s`, `${body.retry_after} s`),
               }
             : example;
-        expect(body).toEqual({ ...expected, doc_url: `${baseUrl}${docUrl.pathname}${docUrl.hash}` });
+        expect(body).toEqual({ ...expected, doc_url: `${scenario.relativeDocUrl ? '' : baseUrl}${docUrl.pathname}${docUrl.hash}` });
       });
     }
   });

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { expect } from 'vitest';
 import type { DB } from '../db/connection';
 import { errorStatus } from '../src/http/errors';
-import { bearer, errorBody } from './support/app';
+import { anErrorBody, bearer } from './support/app';
 import { addLicences, createOrgWithKeys } from './support/factories';
 import type { AppFixture } from './support/lifecycle';
 import { responseErrors } from './support/openapi-validator';
@@ -74,7 +74,7 @@ export function enrolmentHarness(fixture: AppFixture) {
     const before = await writtenState(fixture.db, org.orgId);
     const response = await enrol(org, payload, key);
     expect(response.statusCode).toBe(status);
-    expect(response.json()).toEqual(errorBody(expect.stringMatching(message)));
+    expect(response.json()).toEqual(anErrorBody(expect.stringMatching(message)));
     expect(errorStatus(response.json().code)).toBe(status);
     expect(await writtenState(fixture.db, org.orgId)).toEqual(before);
     return response.json() as { code: string; param?: string };

@@ -6,7 +6,7 @@ import { findKeyAndCountRequests, revokeApiKey } from '../db/api-keys';
 import { createDb } from '../db/connection';
 import { addLicences } from '../db/organisations';
 import { hashApiKey } from '../src/api-keys';
-import { bearer, buildTestApp, errorBody } from './support/app';
+import { anErrorBody, bearer, buildTestApp } from './support/app';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
 import { useTestApp } from './support/lifecycle';
 
@@ -23,7 +23,7 @@ describe('API keys', () => {
   it('refuses a request without a key, saying the key is missing', async () => {
     const response = await get();
     expect(response.statusCode).toBe(401);
-    expect(response.json()).toEqual(errorBody(expect.stringMatching(/Clé API manquante/)));
+    expect(response.json()).toEqual(anErrorBody(expect.stringMatching(/Clé API manquante/)));
   });
 
   it('refuses a header that is not a bearer sk_live_ key, and an unknown key', async () => {
@@ -188,7 +188,7 @@ describe('authenticate, then handle', () => {
       });
       expect(refusalOf(response!), url).toEqual({
         status: 401,
-        body: errorBody('Clé API révoquée : créez une nouvelle clé depuis le tableau de bord.', 'key_revoked'),
+        body: anErrorBody('Clé API révoquée : créez une nouvelle clé depuis le tableau de bord.', 'key_revoked'),
         headers: { 'content-type': 'application/json; charset=utf-8' },
       });
       // The key's statement and the address's count, nothing of the page.
@@ -209,7 +209,7 @@ describe('authenticate, then handle', () => {
     const refused = refusalOf(response!);
     expect(refused.status).toBe(429);
     expect(refused.body).toEqual(
-      errorBody(expect.stringMatching(/^Trop de requêtes/), 'rate_limited', { retry_after: expect.any(Number) }),
+      anErrorBody(expect.stringMatching(/^Trop de requêtes/), 'rate_limited', { retry_after: expect.any(Number) }),
     );
     expect(refused.headers).toEqual({
       'content-type': 'application/json; charset=utf-8',

@@ -11,7 +11,7 @@ import { countWebhookAttempts } from '../src/http/metrics';
 import { resumeWebhookEndpoint, suspendWebhookEndpoint } from '../src/webhook-endpoints';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { startWebhookDelivery } from '../src/webhooks/worker';
-import { bearer, buildTestApp, errorBody, testConfig, testContext } from './support/app';
+import { anErrorBody, bearer, buildTestApp, testConfig, testContext } from './support/app';
 import { addLicences, createKey, createOrgWithKeys } from './support/factories';
 import { createProgramme } from './support/learning-fixture';
 import { useTestApp } from './support/lifecycle';
@@ -45,7 +45,7 @@ const post = (payload: unknown, headers: Record<string, string> = {}) =>
 function expectError(response: { statusCode: number; headers: Record<string, unknown>; json(): unknown }, status: number, message: RegExp) {
   expect(response.statusCode).toBe(status);
   expect(response.headers['content-type']).toMatch(/^application\/json/);
-  expect(response.json()).toEqual(errorBody(expect.stringMatching(message)));
+  expect(response.json()).toEqual(anErrorBody(expect.stringMatching(message)));
 }
 
 /** A raw HTTP/1.1 exchange on a socket: what Node's parser and Fastify answer before any route. */
@@ -200,30 +200,41 @@ describe('what Fastify and Node answer by themselves, in the one error shape', (
   it('an invalid percent-encoding in the path: 400', async () => {
     const response = await raw(`GET /v1/%ff HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.readKey}\r\n\r\n`);
     expect(response.status).toBe(400);
-    expect(JSON.parse(response.body)).toEqual(errorBody(expect.stringMatching(/encodage/)));
+    expect(JSON.parse(response.body)).toEqual(anErrorBody(expect.stringMatching(/encodage/)));
   });
 
   it('a path segment over 100 characters, and a URL over 8 KiB: 414', async () => {
     const long = await raw(`GET /v1/${'r'.repeat(150)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.readKey}\r\n\r\n`);
     expect(long.status).toBe(414);
-    expect(JSON.parse(long.body)).toEqual(errorBody(expect.stringMatching(/Adresse trop longue/)));
+    expect(JSON.parse(long.body)).toEqual(anErrorBody(expect.stringMatching(/Adresse trop longue/)));
     const url = await raw(`GET /v1/users?x=${'y'.repeat(9000)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.readKey}\r\n\r\n`);
     expect(url.status).toBe(414);
-    expect(JSON.parse(url.body)).toEqual(errorBody(expect.stringMatching(/Adresse trop longue/)));
+    expect(JSON.parse(url.body)).toEqual(anErrorBody(expect.stringMatching(/Adresse trop longue/)));
   });
 
   it('headers over 16 KiB: 431', async () => {
     const response = await raw(`GET /v1/users HTTP/1.1\r\nHost: x\r\nX-Padding: ${'p'.repeat(20_000)}\r\n\r\n`);
     expect(response.status).toBe(431);
     expect(response.headers).toMatch(/content-type: application\/json/i);
-    expect(JSON.parse(response.body)).toEqual(errorBody(expect.stringMatching(/En-têtes de la requête trop volumineux/)));
+    expect(JSON.parse(response.body)).toEqual(anErrorBody(expect.stringMatching(/En-têtes de la requête trop volumineux/)));
+    // Refused before there is a request: no Host to link with, and never the address listened on.
+    expect(JSON.parse(response.body).doc_url).toBe('/v1/docs/errors#headers_too_large');
   });
 
   it('malformed HTTP and an unknown method token: 400', async () => {
     for (const request of ['BONJOUR\r\n\r\n', 'FOO /v1/users HTTP/1.1\r\nHost: x\r\n\r\n', 'GET /v1/users HTTP/1.1\r\nHost x\r\n\r\n']) {
       const response = await raw(request);
       expect(response.status, request).toBe(400);
-      expect(JSON.parse(response.body)).toEqual(errorBody(expect.stringMatching(/Requête HTTP mal formée/)));
+      expect(JSON.parse(response.body)).toEqual(anErrorBody(expect.stringMatching(/Requête HTTP mal formée/)));
+    }
+  });
+
+  it('a Host that makes no address: the same answers, their links relative, never a 500', async () => {
+    for (const host of ['localhost:abc', '[::1', 'a%b']) {
+      const response = await raw(`GET /v1/summary HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+      expect(response.status, host).toBe(401);
+      expect(JSON.parse(response.body), host).toEqual(anErrorBody(expect.stringMatching(/Clé API manquante/), 'key_missing'));
+      expect(JSON.parse(response.body).doc_url, host).toBe('/v1/docs/errors#key_missing');
     }
   });
 
@@ -231,7 +242,9 @@ describe('what Fastify and Node answer by themselves, in the one error shape', (
     const response = await raw(`GET /v1/summary HTTP/1.1\r\nAuthorization: Bearer ${org.readKey}\r\n\r\n`);
     expect(response.status).toBe(400);
     expect(response.headers).toMatch(/content-type: application\/json/i);
-    expect(JSON.parse(response.body)).toEqual(errorBody(expect.stringMatching(/en-tête Host est obligatoire/)));
+    expect(JSON.parse(response.body)).toEqual(anErrorBody(expect.stringMatching(/en-tête Host est obligatoire/)));
+    // Without its Host, the server does not know the address it is reached at: the link is relative.
+    expect(JSON.parse(response.body).doc_url).toBe('/v1/docs/errors#bad_request');
     const old = await raw(`GET /v1/summary HTTP/1.0\r\nAuthorization: Bearer ${org.readKey}\r\n\r\n`);
     expect(old.status).toBe(200);
     expect(JSON.parse(old.body)).toMatchObject({ resource: 'summary' });
@@ -246,17 +259,17 @@ describe('what Fastify and Node answer by themselves, in the one error shape', (
   it('CONNECT meets the routes like any method: 401 without a key, 405 with Allow, 404 elsewhere, then the connection closes', async () => {
     const anonymous = await raw('CONNECT /v1/users HTTP/1.1\r\nHost: x\r\n\r\n');
     expect(anonymous.status).toBe(401);
-    expect(JSON.parse(anonymous.body)).toEqual(errorBody(expect.stringMatching(/Clé API manquante/)));
+    expect(JSON.parse(anonymous.body)).toEqual(anErrorBody(expect.stringMatching(/Clé API manquante/)));
     const known = await raw(`CONNECT /v1/users HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.readKey}\r\n\r\n`);
     expect(known.status).toBe(405);
     expect(known.headers).toMatch(/^allow: GET, POST$/im);
     expect(known.headers).toMatch(/^connection: close$/im);
     expect(JSON.parse(known.body)).toEqual(
-      errorBody('Méthode CONNECT non autorisée : cette adresse accepte GET, POST.', 'method_not_allowed'),
+      anErrorBody('Méthode CONNECT non autorisée : cette adresse accepte GET, POST.', 'method_not_allowed'),
     );
     const tunnel = await raw('CONNECT exemple.fr:443 HTTP/1.1\r\nHost: exemple.fr:443\r\n\r\n');
     expect(tunnel.status).toBe(404);
-    expect(JSON.parse(tunnel.body)).toEqual(errorBody(expect.stringMatching(/Adresse inconnue/)));
+    expect(JSON.parse(tunnel.body)).toEqual(anErrorBody(expect.stringMatching(/Adresse inconnue/)));
   });
 
   it('a 400 Fastify gives by itself with a code we do not map: a generic French sentence (not "not valid JSON"), its detail logged', async () => {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadOpenapiDocument } from '../src/openapi-document';
-import { bearer, errorBody } from './support/app';
+import { anErrorBody, bearer } from './support/app';
 import { createOrgWithKeys } from './support/factories';
 import { useTestApp } from './support/lifecycle';
 import { offeredResourceNames } from './support/list-resources';
@@ -20,7 +20,7 @@ describe('error bodies', () => {
     const response = await get('/v1/cours');
     expect(response.statusCode).toBe(404);
     expect(response.json()).toEqual(
-      errorBody(expect.stringContaining('cours'), 'unknown_resource', {
+      anErrorBody(expect.stringContaining('cours'), 'unknown_resource', {
         available: offeredResourceNames(loadOpenapiDocument()),
       }),
     );
@@ -41,7 +41,7 @@ describe('error bodies', () => {
     expect(response.statusCode).toBe(405);
     expect(response.headers.allow).toBe(allow);
     if (method !== 'HEAD')
-      expect(response.json()).toEqual(errorBody(expect.stringMatching(new RegExp(`^Méthode ${method} non autorisée`))));
+      expect(response.json()).toEqual(anErrorBody(expect.stringMatching(new RegExp(`^Méthode ${method} non autorisée`))));
   });
 
   it.each([
@@ -54,7 +54,7 @@ describe('error bodies', () => {
   ])('answers %s %s with a body it cannot read as 404 or 405, never 400, 413 or 415', async (method, url, headers, payload, status) => {
     const response = await fixture.app.inject({ method: method as 'POST', url, headers: { ...bearer(key), ...headers }, payload });
     expect(response.statusCode).toBe(status);
-    expect(response.json()).toEqual(errorBody(expect.stringMatching(status === 405 ? /^Méthode .* non autorisée/ : /^Adresse inconnue/)));
+    expect(response.json()).toEqual(anErrorBody(expect.stringMatching(status === 405 ? /^Méthode .* non autorisée/ : /^Adresse inconnue/)));
     // Without a key, the key comes first, whatever the body.
     const anonymous = await fixture.app.inject({ method: method as 'POST', url, headers, payload });
     expect(anonymous.statusCode).toBe(401);
@@ -75,7 +75,7 @@ describe('error bodies', () => {
     const { error } = response.json();
     expect(error).toContain(`« ${name} »`);
     expect(error).toMatch(detail);
-    expect(response.json()).toEqual(errorBody(error, 'invalid_parameter', { param: name }));
+    expect(response.json()).toEqual(anErrorBody(error, 'invalid_parameter', { param: name }));
   });
 
   it('answers an unknown address with a French 404', async () => {
@@ -89,7 +89,7 @@ describe('error bodies', () => {
     try {
       const response = await get('/v1/users');
       expect(response.statusCode).toBe(500);
-      expect(response.json()).toEqual(errorBody(expect.stringMatching(/^Erreur interne du serveur/)));
+      expect(response.json()).toEqual(anErrorBody(expect.stringMatching(/^Erreur interne du serveur/)));
       expect(response.body).not.toMatch(/memberships|relation|select|stack/i);
       expect(response.headers['x-request-id']).toBeTruthy();
     } finally {

@@ -15,7 +15,7 @@ import { type EventData, recordEvent } from '../db/webhooks';
 import { type RunningPostgres, serverUrlFor, startEmbeddedPostgres } from '../src/local/embedded-postgres';
 import { generateWebhookSecret } from '../src/webhooks/signature';
 import { listenHeartbeatStatement } from '../src/webhooks/worker';
-import { errorBody } from './support/app';
+import { anErrorBody } from './support/app';
 import { addLearner, createKey, createOrgWithKeys } from './support/factories';
 import { seededOrganisation } from './support/learning-factories';
 import { useTestDatabase } from './support/lifecycle';
@@ -105,7 +105,7 @@ describe('PostgreSQL stopped, restarted and frozen under a running server', () =
     const down = await call(server, key);
     expect(down.status).toBe(503);
     expect(Number(down.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(down.body).toEqual(errorBody(expect.stringMatching(/base de données/)));
+    expect(down.body).toEqual(anErrorBody(expect.stringMatching(/base de données/)));
     expect(down.ms).toBeLessThan(4000);
     expect((await call(server, null, '/readyz')).status).toBe(503);
     expect((await call(server, null, '/livez')).status).toBe(200);

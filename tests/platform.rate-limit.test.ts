@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countRequest } from '../db/rate-limit';
-import { errorBody } from './support/app';
+import { anErrorBody } from './support/app';
 import { createOrgWithKeys } from './support/factories';
 import { useTestDatabase } from './support/lifecycle';
 import { type ServerProcess, startServerProcesses } from './support/server-process';
@@ -40,7 +40,7 @@ describe('rate limit shared by every server process', () => {
       // Counted per second: a place frees within the window and the second it started in.
       expect(retryAfter).toBeGreaterThanOrEqual(1);
       expect(retryAfter).toBeLessThanOrEqual(61);
-      expect(refused.body).toEqual(errorBody(expect.stringMatching(/Trop de requêtes/), 'rate_limited', { retry_after: retryAfter }));
+      expect(refused.body).toEqual(anErrorBody(expect.stringMatching(/Trop de requêtes/), 'rate_limited', { retry_after: retryAfter }));
       expect(refused.headers.get('x-ratelimit-remaining')).toBe('0');
     }
     // Another key of the same organisation has its own budget.
@@ -78,7 +78,7 @@ describe('rate limit shared by every server process', () => {
     );
     for (const answer of refused) {
       expect(answer.body).toEqual(
-        errorBody(expect.stringMatching(/^Trop de requêtes/), 'rate_limited', { retry_after: expect.any(Number) }),
+        anErrorBody(expect.stringMatching(/^Trop de requêtes/), 'rate_limited', { retry_after: expect.any(Number) }),
       );
       expect(answer.headers.get('link')).toBeNull();
       expect(answer.headers.get('etag')).toBeNull();

@@ -14,7 +14,7 @@ import { textFieldsOf } from '../db/resources/rendering';
 import { csvFromCopy } from '../src/formats/csv';
 import { jsonRows } from '../src/formats/json-rows';
 import { rowsOfCopy } from '../src/formats/row-batch';
-import { bearer, errorBody } from './support/app';
+import { anErrorBody, bearer } from './support/app';
 import { seededOrganisation } from './support/learning-factories';
 import { useTestApp, useTestAppOn, useTestDatabase } from './support/lifecycle';
 import { listResource, listResourceNames } from './support/list-resources';
@@ -490,7 +490,7 @@ describe('a CSV export over HTTP', () => {
       const response = await large.app.inject({ url: '/v1/quiz-answers?format=csv&year=2026', headers: bearer(readKey) });
       expect(response.statusCode).toBe(500);
       expect(response.headers['content-type']).toMatch(/^application\/json/);
-      expect(response.json()).toEqual(errorBody(expect.any(String)));
+      expect(response.json()).toEqual(anErrorBody(expect.any(String)));
     } finally {
       await sql`alter table quiz_answers_away rename to quiz_answers`.execute(large.db);
     }

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bearer, buildTestApp, errorBody } from './support/app';
+import { anErrorBody, bearer, buildTestApp } from './support/app';
 import { addLearner, addLicences, createOrgWithKeys } from './support/factories';
 import { useTestApp } from './support/lifecycle';
 
@@ -131,7 +131,7 @@ describe('GET /users', () => {
     for (const query of ['email=inconnu@exemple.fr', 'email=secret@autre.fr', 'user_id=00000000-0000-4000-8000-000000000000']) {
       const response = await get(`/v1/users?${query}`);
       expect(response.statusCode, query).toBe(404);
-      expect(response.json(), query).toEqual(errorBody(expect.any(String), 'unknown_learner', { param: query.split('=')[0] }));
+      expect(response.json(), query).toEqual(anErrorBody(expect.any(String), 'unknown_learner', { param: query.split('=')[0] }));
     }
   });
 

@@ -21,8 +21,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     where not succeeded`.execute(db);
   // A failure has its code, a success none.
   await sql`alter table webhook_attempts add constraint webhook_attempts_failure_has_code
-    check ((error_code is null) = succeeded) not valid`.execute(db);
-  await sql`alter table webhook_attempts validate constraint webhook_attempts_failure_has_code`.execute(db);
+    check ((error_code is null) = succeeded)`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -12,9 +12,12 @@ import { escapeHtml } from './html';
 /** Where an API's error codes are explained, below its prefix. */
 const errorCodesPath = '/docs/errors';
 
-/** The address of a code's explanation on the page of the API below `apiPrefix`, at the server's `origin`. */
-export function errorDocUrl(origin: string, apiPrefix: string, code: ErrorCode): string {
-  return new URL(`${apiPrefix}${errorCodesPath}#${code}`, origin).toString();
+/**
+ * The address of a code's explanation on the page of the API below `apiPrefix`: on the server's
+ * public `origin`, or relative to the server called when its origin is not known.
+ */
+export function errorDocUrl(origin: string | null, apiPrefix: string, code: ErrorCode): string {
+  return `${origin ?? ''}${apiPrefix}${errorCodesPath}#${code}`;
 }
 
 /** A description's `code spans` as <code>, the rest as text. */
@@ -33,11 +36,12 @@ const pageHeaders = {
   'Cache-Control': 'public, max-age=300',
 };
 
-type DescribedCode = { const: string; description: string };
+/** A code as a document declares it: `{const, description}` in a `oneOf`. */
+type DescribedCode<Code extends string = string> = { const: Code; description: string };
 
 /** The page of a document's error codes, in the document's order, and its webhook failure codes when it has some. */
 function errorCodesPage(document: Record<string, any>, apiPrefix: string): string {
-  const codes: { const: ErrorCode; description: string }[] = document.components.schemas.ErrorCode.oneOf;
+  const codes: DescribedCode<ErrorCode>[] = document.components.schemas.ErrorCode.oneOf;
   const rows = codes
     .map(
       (entry) =>

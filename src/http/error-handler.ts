@@ -5,7 +5,7 @@ import { isDatabaseUnavailable } from '../database-faults';
 import { apiPrefix } from '../openapi-document';
 import { errorDocUrl } from './error-codes-page';
 import { ApiError, errorBody, serverBusy, serviceUnavailable } from './errors';
-import { publicOrigin, requestOrigin } from './public-origin';
+import { configuredOrigin, publicOrigin } from './public-origin';
 import { frenchValidationMessage, validationParam } from './validation';
 
 /** Fastify's own refusals (body parsing, content type, size, URL), by code, as our errors. */
@@ -38,7 +38,7 @@ export const databaseUnavailableMessage =
 
 /** Sends the error with its status, headers and JSON body, its `doc_url` on the partner API's page of codes. */
 export function sendApiError(reply: FastifyReply, error: ApiError) {
-  const body = errorBody(error, errorDocUrl(requestOrigin(reply.request), apiPrefix, error.code));
+  const body = errorBody(error, errorDocUrl(publicOrigin(reply.request), apiPrefix, error.code));
   return reply.code(error.statusCode).headers(error.headers).type(jsonContentType).send(body);
 }
 
@@ -104,7 +104,7 @@ export function frameworkErrorResponse(error: FastifyError, request: FastifyRequ
  * Fastify's `clientErrorHandler` option: what Node's HTTP parser refuses before there is a request
  * (headers too large, malformed HTTP, a request not received in time) gets the same JSON body,
  * written on the socket, which is then closed. With no request, `doc_url` is on PUBLIC_BASE_URL,
- * else on the address the connection came to.
+ * else relative.
  */
 export function clientErrorResponder(publicBaseUrl: string | null) {
   return function clientErrorResponse(error: Error & { code?: string }, socket: Socket): void {
@@ -115,7 +115,7 @@ export function clientErrorResponder(publicBaseUrl: string | null) {
         : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
           ? new ApiError('request_timeout')
           : new ApiError('bad_request');
-    const body = JSON.stringify(errorBody(refusal, errorDocUrl(publicOrigin(publicBaseUrl, socket), apiPrefix, refusal.code)));
+    const body = JSON.stringify(errorBody(refusal, errorDocUrl(configuredOrigin(publicBaseUrl), apiPrefix, refusal.code)));
     if (socket.writable) {
       socket.write(
         `HTTP/1.1 ${refusal.statusCode} ${refusal.statusCode === 431 ? 'Request Header Fields Too Large' : refusal.statusCode === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +

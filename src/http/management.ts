@@ -16,7 +16,7 @@ import { tooManyRequests } from './auth';
 import { errorDocUrl, registerErrorCodesPage } from './error-codes-page';
 import { apiErrorOf, jsonContentType, unknownAddress } from './error-handler';
 import { ApiError, managementErrorBody } from './errors';
-import { requestOrigin } from './public-origin';
+import { publicOrigin } from './public-origin';
 
 /*
  * The management API below /manage/v1, from management.yaml as /v1 is from openapi.yaml: the
@@ -34,7 +34,7 @@ export function csrfTokenOf(sessionToken: string): string {
 
 /** Whether browsers reach the page over https: as PUBLIC_BASE_URL says, else as the request came. */
 function pageOverHttps(request: FastifyRequest): boolean {
-  return requestOrigin(request).startsWith('https://');
+  return publicOrigin(request)?.startsWith('https://') ?? false;
 }
 
 /** The session cookie's name: `__Host-` (which requires Secure) over https, plain over local http. */
@@ -79,7 +79,8 @@ function callerChecks() {
       if (request.actor.kind !== 'session' || !session) throw new ApiError('session_only');
       const fetchSite = request.headers['sec-fetch-site'];
       const token = request.headers['x-csrf-token'];
-      const sameOrigin = request.headers.origin === requestOrigin(request) && (fetchSite === undefined || fetchSite === 'same-origin');
+      const origin = publicOrigin(request);
+      const sameOrigin = origin !== null && request.headers.origin === origin && (fetchSite === undefined || fetchSite === 'same-origin');
       if (!sameOrigin || typeof token !== 'string' || !sameSecret(token, csrfTokenOf(session.token))) throw new ApiError('csrf_rejected');
     },
   };
@@ -109,7 +110,7 @@ function sameSecret(given: string, expected: string): boolean {
 }
 
 function sendManagementError(reply: FastifyReply, error: ApiError) {
-  const body = managementErrorBody(error, errorDocUrl(requestOrigin(reply.request), managementPrefix, error.code));
+  const body = managementErrorBody(error, errorDocUrl(publicOrigin(reply.request), managementPrefix, error.code));
   return reply.code(error.statusCode).headers(error.headers).type(jsonContentType).send(body);
 }
 

@@ -1,4 +1,3 @@
-import type { Socket } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
@@ -8,19 +7,22 @@ declare module 'fastify' {
   }
 }
 
-/**
- * The origin clients reach this server at: PUBLIC_BASE_URL's, else the request's (its Host, and
- * X-Forwarded-* under TRUST_PROXY), else, with no Host or no request yet, the address the
- * connection came to.
- */
-export function publicOrigin(publicBaseUrl: string | null, socket: Socket, request?: FastifyRequest): string {
-  if (publicBaseUrl) return new URL(publicBaseUrl).origin;
-  if (request?.host) return `${request.protocol}://${request.host}`;
-  const address = socket.localAddress?.includes(':') ? `[${socket.localAddress}]` : socket.localAddress;
-  return `${request?.protocol ?? 'http'}://${address}:${socket.localPort}`;
+/** PUBLIC_BASE_URL's origin, when it is set. */
+export function configuredOrigin(publicBaseUrl: string | null): string | null {
+  return publicBaseUrl ? new URL(publicBaseUrl).origin : null;
 }
 
-/** The origin clients reach this server at, for a request. */
-export function requestOrigin(request: FastifyRequest): string {
-  return publicOrigin(request.server.publicBaseUrl, request.socket, request);
+/**
+ * The origin clients reach this server at: PUBLIC_BASE_URL's, else the request's own (its Host, and
+ * X-Forwarded-* under TRUST_PROXY) when it makes a valid one; null when neither says it. Never the
+ * address the server listens on, which a client has no business knowing.
+ */
+export function publicOrigin(request: FastifyRequest): string | null {
+  const configured = configuredOrigin(request.server.publicBaseUrl);
+  if (configured || !request.host) return configured;
+  try {
+    return new URL(`${request.protocol}://${request.host}`).origin;
+  } catch {
+    return null;
+  }
 }

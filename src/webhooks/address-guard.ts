@@ -95,7 +95,9 @@ export function guardedLookup(options: { allowLoopback: boolean }): LookupFuncti
       const list = addresses as unknown as { address: string; family: number }[];
       const refused = list.map((entry) => ({ entry, reason: forbiddenAddressReason(entry.address, options) })).find((r) => r.reason);
       if (refused) return callback(new WebhookAddressError(`${hostname} se résout en ${refused.entry.address} : ${refused.reason}`), '', 0);
-      if (list.length === 0) return callback(new WebhookAddressError(`${hostname} ne se résout en aucune adresse`), '', 0);
+      // No address is a name that does not resolve, as the resolver's own ENOTFOUND says.
+      if (list.length === 0)
+        return callback(Object.assign(new Error(`${hostname} ne se résout en aucune adresse`), { code: 'ENOTFOUND' }), '', 0);
       if (lookupOptions.all) return (callback as unknown as (e: null, a: typeof list) => void)(null, list);
       return callback(null, list[0]!.address, list[0]!.family);
     });

@@ -44,7 +44,7 @@ export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
  * (`code` when the test names it), where that code is explained, and whatever else it has
  * (`param`, `available`, `retry_after`). The contract tests check the exact keys.
  */
-export function errorBody(error: unknown, code?: string, more: Record<string, unknown> = {}) {
+export function anErrorBody(error: unknown, code?: string, more: Record<string, unknown> = {}) {
   return expect.objectContaining({
     error,
     code: code ?? expect.stringMatching(/^[a-z_]+$/),
