@@ -140,7 +140,8 @@ export interface paths {
          *       français) et `member_id` = `null`. Quand les licences manquent, elles vont aux premières
          *       entrées du lot. Relancer un lot est sans risque : les apprenants déjà inscrits sont ignorés
          *       (en échec « déjà membre ») sans consommer de licence. Un email présent deux fois dans le même
-         *       lot : les occurrences suivantes échouent comme déjà membres.
+         *       lot : les occurrences suivantes échouent avec « Adresse déjà présente plus haut dans ce lot :
+         *       l’apprenant n’y est traité qu’une fois. »
          *     - `atomic: true` : les licences nécessaires (entrées qui ne sont pas déjà membres) sont comptées
          *       d'abord ; s'il n'y en a pas assez, 409 et personne n'est inscrit. Toute autre erreur d'entrée
          *       (email invalide, domaine non autorisé) rejette aussi tout le lot avec 400. Un lot accepté est
@@ -3315,10 +3316,11 @@ export interface components {
         user_id: string;
         /**
          * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-         *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-         *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-         *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-         *     à ce programme.
+         *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+         *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+         *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+         *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+         *     400 (`invalid_parameter`) sur toutes les opérations.
          * @example excel-intermediaire
          */
         programme: string;
@@ -3459,10 +3461,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -3503,7 +3506,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -3592,10 +3596,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -3636,7 +3641,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -3779,10 +3785,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -3817,7 +3824,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -3905,10 +3913,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -3949,7 +3958,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -4037,10 +4047,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -4081,7 +4092,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -4169,10 +4181,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -4213,7 +4226,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -4301,10 +4315,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -4345,7 +4360,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -4433,10 +4449,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -4477,7 +4494,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -4565,10 +4583,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -4609,7 +4628,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -4698,10 +4718,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -4742,7 +4763,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -4832,10 +4854,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -4876,7 +4899,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -4964,10 +4988,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -5008,7 +5033,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -5096,10 +5122,11 @@ export interface operations {
                 user_id?: components["parameters"]["user_id"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];
@@ -5140,7 +5167,8 @@ export interface operations {
                     /**
                      * @description Présent seulement sur un fichier (`format=csv` ou `format=xlsx`), jamais sur une réponse
                      *     JSON : le fichier est envoyé en pièce jointe, par exemple
-                     *     `attachment; filename="attendance-2026.csv"` (nom de la ressource et année).
+                     *     `attachment; filename="attendance-2026.csv"` : nom de la ressource et année, ou nom de la
+                     *     ressource seul quand l'année ne s'y applique pas (`users.csv`, `summary.csv`).
                      * @example attachment; filename="attendance-2026.csv"
                      */
                     "Content-Disposition"?: string;
@@ -5201,10 +5229,11 @@ export interface operations {
                 year?: components["parameters"]["year"];
                 /**
                  * @description Restreint la réponse à UN programme, désigné par son slug (identifiant stable, aussi renvoyé
-                 *     dans `programme_slug`). Un slug qui ne désigne aucun programme donne 400, sur toutes les
-                 *     opérations. Ignoré pour les ressources sans programme : `learners`, `logins`, `users` et
-                 *     `summary` (`meta.programme` vaut alors `null`). Pour `GET /activity-report`, limite le rapport
-                 *     à ce programme.
+                 *     dans `programme_slug`). Sur les ressources qui ont un programme et sur `GET /activity-report`
+                 *     (qu'il limite à ce programme), un slug qui ne désigne aucun programme de l'organisation donne
+                 *     400 (`unknown_programme`). Ignoré, connu ou non, par les ressources sans programme : `learners`,
+                 *     `logins`, `users` et `summary` (`meta.programme` vaut alors `null`). Un slug mal formé donne
+                 *     400 (`invalid_parameter`) sur toutes les opérations.
                  * @example excel-intermediaire
                  */
                 programme?: components["parameters"]["programme"];

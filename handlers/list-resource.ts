@@ -61,7 +61,8 @@ export function createListHandler(resource: ListResource, context: HandlerContex
 
     // Files hold every row up to the cap, in the order of the pages, from PostgreSQL's COPY (started
     // before the answer, so that a database fault is a 503, not a cut file): the CSV and the workbook.
-    const fileName = `${resource.name}-${resource.filtersByYear ? year : 'tous'}`;
+    // `attendance-2026`, or the resource alone when no year applies to it (`users`), as the document names them.
+    const fileName = resource.filtersByYear ? `${resource.name}-${year}` : resource.name;
     if (query.format === 'csv') {
       const copy = await copyResourceRows(db, resource, filter, cap);
       return reply.headers(csvAttachmentHeaders(`${fileName}.csv`)).send(csvFromCopy(resource, copy));

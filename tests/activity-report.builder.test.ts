@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type ActivityReportData, buildActivityReport, correctAnswersByAttempt, timePerModule } from '../src/pdf/activity-report';
 import type { Content, DocumentDefinition, TableNode } from '../src/pdf/document-definition';
-import { frenchDate, frenchDateTime, frenchDecimal, frenchInteger, minutesWithHours, outOf } from '../src/pdf/french-format';
+import { deName, frenchDate, frenchDateTime, frenchDecimal, frenchInteger, minutesWithHours, outOf } from '../src/pdf/french-format';
 import { activityReportFileName, pdfAttachmentHeaders } from '../src/pdf/report-file-name';
 import { describeUserAgent } from '../src/pdf/user-agent';
 import { warmUpReportData } from '../src/pdf/warm-up-report';
@@ -145,6 +145,20 @@ describe('buildActivityReport', () => {
     expect(texts(definition.footer!(2, 3, pageSize))).toContain('Page 2 / 3');
     expect(definition.language).toBe('fr-FR');
     expect(definition.info?.title).toBe('Rapport d’activité 2026 · Hélène Lefèvre-Ørsted');
+    expect(definition.info?.subject).toBe('Rapport d’activité d’Hélène Lefèvre-Ørsted pour l’année 2026');
+  });
+
+  it('elides « de » before a name as French writes it', () => {
+    expect(['Camille', 'Adrien', 'Élodie', 'Hugo', 'Yves', 'Yannick', 'Œdipe', 'Zoé'].map(deName)).toEqual([
+      'de Camille',
+      'd’Adrien',
+      'd’Élodie',
+      'd’Hugo',
+      'd’Yves',
+      'de Yannick',
+      'd’Œdipe',
+      'de Zoé',
+    ]);
   });
 
   it('shows each resource row with its own figures', () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { loadOpenapiDocument } from '../src/openapi-document';
 import { enrolmentHarness, learnerEmails, licenceInvariants, writtenState } from './enrolment.helpers';
 import { addLearner } from './support/factories';
 import { useTestApp } from './support/lifecycle';
@@ -43,6 +44,9 @@ describe('POST /users, a best-effort batch', () => {
       { email: 'troisieme@exemple.fr', status: 'pending', member_id: expect.any(String) },
       { email: 'sans-licence@exemple.fr', member_id: null, error: 'Aucune licence disponible dans votre organisation.' },
     ]);
+    // The document quotes the refusal of a row already higher in the batch as the server words it.
+    const description = loadOpenapiDocument().paths['/users'].post.description.replace(/\s+/g, ' ');
+    expect(description).toContain(`« ${body.results[5].error} »`);
     expect(Object.keys(body.results[0])).toEqual(['email', 'status', 'member_id']);
     expect(Object.keys(body.results[1])).toEqual(['email', 'member_id', 'error']);
     // Licences go to the rows in request order: standard, standard, then tutorat.

@@ -2,18 +2,44 @@ import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadOpenapiDocument } from '../src/openapi-document';
 import { anErrorBody, bearer } from './support/app';
-import { createOrgWithKeys } from './support/factories';
+import { addLearner, createOrgWithKeys } from './support/factories';
 import { useTestApp } from './support/lifecycle';
-import { offeredResourceNames } from './support/list-resources';
+import { listResources, offeredResourceNames, resourceNames } from './support/list-resources';
 
 const fixture = useTestApp();
 let key: string;
 
 beforeAll(async () => {
-  key = (await createOrgWithKeys(fixture.db)).readKey;
+  const org = await createOrgWithKeys(fixture.db);
+  key = org.readKey;
+  await addLearner(fixture.db, org.orgId, { email: 'camille.martin@exemple.fr' });
 });
 
 const get = (url: string) => fixture.app.inject({ method: 'GET', url, headers: bearer(key) });
+
+describe('an unknown programme slug', () => {
+  it('is a 400 where a programme applies, and ignored where none does, as the document says per operation', async () => {
+    const withoutProgramme = [
+      ...listResources.filter((resource) => !resource.filtersByProgramme).map((resource) => resource.name),
+      'summary',
+    ];
+    expect([...withoutProgramme].sort()).toEqual(['learners', 'logins', 'summary', 'users']);
+    for (const name of resourceNames) {
+      const response = await get(`/v1/${name}?programme=nexiste-pas`);
+      if (withoutProgramme.includes(name)) expect(response.statusCode, name).toBe(200);
+      else
+        expect(response.json(), name).toEqual(
+          anErrorBody(expect.stringContaining('« nexiste-pas »'), 'unknown_programme', { param: 'programme' }),
+        );
+    }
+    // The report of a learner the organisation has, limited to a programme it has not.
+    const report = await get('/v1/activity-report?email=camille.martin@exemple.fr&programme=nexiste-pas');
+    expect(report.json()).toEqual(anErrorBody(expect.stringContaining('« nexiste-pas »'), 'unknown_programme', { param: 'programme' }));
+    expect(loadOpenapiDocument().components.parameters.programme.description.replace(/\s+/g, ' ')).toContain(
+      'Ignoré, connu ou non, par les ressources sans programme : `learners`, `logins`, `users` et `summary`',
+    );
+  });
+});
 
 describe('error bodies', () => {
   it('answers an unknown resource with 404 and the list of resources the contract gives', async () => {

@@ -179,7 +179,7 @@ describe('adding a list resource', () => {
 
     const csv = await get('/organisation-facts?format=csv');
     expect(csv.status).toBe(200);
-    expect(csv.headers.get('content-disposition')).toContain('organisation-facts-tous.csv');
+    expect(csv.headers.get('content-disposition')).toContain('filename="organisation-facts.csv"');
     expect(Buffer.from(await csv.arrayBuffer()).toString('utf8')).toBe(`\uFEFFnom,cree_le\r\nFormations Horizon,${created.day}\r\n`);
 
     const otherPage = await fetch(`${server.baseUrl}/organisation-facts`, { headers: bearer(other.readKey) });

@@ -209,7 +209,7 @@ describe('format=xlsx', () => {
     for (const [resource, query, fileName] of [
       ['logins', 'year=2025', 'logins-2025.xlsx'],
       ['quiz-answers', 'year=2026', 'quiz-answers-2026.xlsx'],
-      ['users', '', 'users-tous.xlsx'],
+      ['users', '', 'users.xlsx'],
       ['summary', '', 'summary.xlsx'],
     ] as const) {
       const response = await api.get(`/v1/${resource}?format=xlsx${query ? `&${query}` : ''}`);

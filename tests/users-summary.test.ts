@@ -163,7 +163,7 @@ describe('GET /users', () => {
     const response = await get('/v1/users?format=csv');
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toBe('text/csv; charset=utf-8');
-    expect(response.headers['content-disposition']).toBe('attachment; filename="users-tous.csv"');
+    expect(response.headers['content-disposition']).toBe('attachment; filename="users.csv"');
     expect(response.headers['x-ratelimit-limit']).toBe('120');
     const bytes = response.rawPayload;
     expect([...bytes.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);

@@ -158,6 +158,8 @@ describe('webhook commands', () => {
     expect(created).toContain(`  adresse                        : ${receiver.url}?lisible\n`);
     expect(created).toContain('  état                           : actif\n');
     expect(created).toMatch(/\nSecret de signature : whsec_[\w-]{43}\nNotez-le maintenant : il n’est affiché qu’une fois\./);
+    // The receiver is local and plain http, allowed here for development only: the command says the server needs it too.
+    expect(created).toMatch(/\nAdresse acceptée grâce à WEBHOOK_ALLOW_INSECURE : le serveur qui livre doit l’avoir aussi/);
     const id = uuid.exec(created)![0];
 
     const pinged = await human(['webhook', 'ping', '--id', id]);
@@ -231,8 +233,14 @@ describe('webhook commands', () => {
     // Without the development allowance: https only, and no loopback.
     process.env.WEBHOOK_ALLOW_INSECURE = '0';
     try {
-      expect((await adminFailure(database.url, ['webhook', 'create', '--org', orgId, '--url', receiver.url])).stderr).toMatch(
-        /doit être en https/,
+      const refused = (await adminFailure(database.url, ['webhook', 'create', '--org', orgId, '--url', receiver.url])).stderr;
+      expect(refused).toMatch(/doit être en https/);
+      // What would let it through, and that the server that delivers needs it too.
+      expect(refused).toMatch(
+        /WEBHOOK_ALLOW_INSECURE=1 accepte http et les adresses locales : donnez-le à cette commande et au serveur qui livre/,
+      );
+      expect((await adminFailure(database.url, ['webhook', 'create', '--org', orgId, '--url', 'ftp://exemple.fr/'])).stderr).not.toMatch(
+        /WEBHOOK_ALLOW_INSECURE/,
       );
       expect((await adminFailure(database.url, ['webhook', 'create', '--org', orgId, '--url', 'https://127.0.0.1/'])).stderr).toMatch(
         /loopback/,

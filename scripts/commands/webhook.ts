@@ -16,7 +16,7 @@ import {
   sendWebhookPing,
   suspendWebhookEndpoint,
 } from '../../src/webhook-endpoints';
-import { WebhookAddressError } from '../../src/webhooks/address-guard';
+import { checkWebhookUrl, WebhookAddressError } from '../../src/webhooks/address-guard';
 import {
   type AdminCommand,
   type CommandContext,
@@ -146,10 +146,24 @@ export const commands: AdminCommand[] = [
       const eventTypes = eventTypesOption(context.values.events);
       const organisation = await requireOrganisation(context.db, orgId);
       await installDeliveryQueue(context.db);
+      // An address only development allows (http, a local one): the server that delivers must allow it too.
+      const developmentOnly = await checkWebhookUrl(rawUrl, { allowInsecure: false }).then(
+        () => false,
+        () =>
+          checkWebhookUrl(rawUrl, { allowInsecure: true }).then(
+            () => true,
+            () => false,
+          ),
+      );
       const { endpoint, secret } = await registerWebhookEndpoint(context.db, { orgId, url: rawUrl, eventTypes }, operatorActor, {
         allowInsecure: context.config.webhookAllowInsecure,
       }).catch((error: unknown) => {
-        if (error instanceof WebhookAddressError) throw new UsageError(`Adresse refusée : ${error.message}.`);
+        if (error instanceof WebhookAddressError)
+          throw new UsageError(
+            developmentOnly
+              ? `Adresse refusée : ${error.message}. En développement seulement, WEBHOOK_ALLOW_INSECURE=1 accepte http et les adresses locales : donnez-le à cette commande et au serveur qui livre.`
+              : `Adresse refusée : ${error.message}.`,
+          );
         if (error instanceof EndpointLimitReached)
           throw new UsageError(`« ${organisation.name} » a déjà 20 points de réception : supprimez-en un avant d’en créer un autre.`);
         throw error;
@@ -162,6 +176,11 @@ export const commands: AdminCommand[] = [
           '',
           `Secret de signature : ${secret}`,
           'Notez-le maintenant : il n’est affiché qu’une fois. « webhook ping --id ID » envoie un événement de test.',
+          ...(developmentOnly
+            ? [
+                'Adresse acceptée grâce à WEBHOOK_ALLOW_INSECURE : le serveur qui livre doit l’avoir aussi, sinon il refusera chaque livraison (« adresse refusée » dans « webhook deliveries »).',
+              ]
+            : []),
         ].join('\n'),
       };
     },

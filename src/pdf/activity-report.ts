@@ -5,6 +5,7 @@ export type { ActivityReportData } from '../../db/activity-report';
 
 import type { CanvasNode, Content, DocumentDefinition, TableCell } from './document-definition';
 import {
+  deName,
   frenchDate,
   frenchDateTime,
   frenchDecimal,
@@ -504,7 +505,7 @@ export function buildActivityReport(data: ActivityReportData): DocumentDefinitio
     info: {
       title: runningTitle,
       author: data.organisationName,
-      subject: `Rapport d’activité de ${name} pour l’année ${data.year}`,
+      subject: `Rapport d’activité ${deName(name)} pour l’année ${data.year}`,
       keywords: 'rapport d’activité, audit, émargement, formation',
       creator: 'API partenaires',
       producer: 'API partenaires',

@@ -54,3 +54,13 @@ export function outOf(value: number | null, scale: number): string {
 export function orMissing(value: string | null | undefined): string {
   return value === null || value === undefined || value === '' ? missing : value;
 }
+
+/**
+ * `de` before a name, elided before a vowel sound as French writes it: « de Camille », « d’Adrien »,
+ * « d’Hélène » (a name's h is taken as mute, as most are), « d’Yves » but « de Yannick ».
+ */
+export function deName(name: string): string {
+  const vowel = 'aeiouàâäéèêëîïôöùûüæœ';
+  const elided = new RegExp(`^([${vowel}]|h[${vowel}y]|y[^${vowel}])`, 'i').test(name);
+  return elided ? `d’${name}` : `de ${name}`;
+}
