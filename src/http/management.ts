@@ -5,7 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import openapiGlue from 'fastify-openapi-glue';
 import { recordAuditEvent } from '../../db/audit';
 import { findOrganisation } from '../../db/organisations';
-import { findSessionAndCountRequest } from '../../db/portal';
+import { findSessionAndCountRequest, type SessionLookup } from '../../db/portal';
 import { countRequest } from '../../db/rate-limit';
 import type { Actor } from '../audit';
 import type { AppContext } from '../context';
@@ -91,15 +91,7 @@ declare module 'fastify' {
     /** Who called the management API, as the audit log records them. */
     actor: Actor;
     /** The page session that called, with its cookie's value (for its anti-CSRF token). */
-    portalSession?: {
-      id: string;
-      orgId: string;
-      orgName: string;
-      actorEmail: string;
-      readOnly: boolean;
-      expiresAt: Date;
-      token: string;
-    };
+    portalSession?: Omit<SessionLookup, 'usable' | 'counted'> & { token: string };
   }
 }
 
